@@ -372,6 +372,25 @@ impl RunSummary {
     }
 }
 
+/// What the early-stop rule of `sweep --adaptive` read of one closed-loop point's noise
+/// (issue 43; `inferbench_loadgen::early_stop`): the sample standard deviation of its steady
+/// batch means, relative to their mean and scaled to batches of one round (conc requests: a
+/// batch of k rounds has a variance 1/k of one round's), for each chart metric, and its degrees
+/// of freedom (batches − 1). Read at the check that stopped the point, else at the last check
+/// before its drain.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EarlyStopNoise {
+    /// The point's concurrency (requests per round).
+    pub conc: u64,
+    /// Relative standard deviation of one round's median TPOT (0.01 = 1 %).
+    pub tpot_round_sd: f64,
+    /// Relative standard deviation of one round's throughput per user (tokens over summed
+    /// E2EL; 0.01 = 1 %).
+    pub rate_round_sd: f64,
+    /// Degrees of freedom of both: the batches read, less one.
+    pub dof: u64,
+}
+
 /// inferbench's own measurements, under `"inferbench"` in the result JSON. Latencies in ms,
 /// rates per second, interactivity in tokens/s/user.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -417,6 +436,12 @@ pub struct Extras {
     /// stopped the point early; otherwise every planned prompt was sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompts_used: Option<u64>,
+    /// The early-stop rule's own noise reading of this point (issue 43, with `adaptive`): the
+    /// relative spread of its steady rounds' means, which the sweep pools into the next points'
+    /// noise term (`inferbench_loadgen::early_stop::NoisePool`). Absent without `adaptive`,
+    /// and when the rule never had two steady batches to read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stop_noise: Option<EarlyStopNoise>,
     /// Warmup requests that failed (they are excluded from every metric, but counted here);
     /// warmups cancelled by the run are `warmup_cancelled_by_user` instead.
     pub warmup_failed: u64,
@@ -772,6 +797,7 @@ impl Default for Extras {
             adaptive: false,
             adaptive_tolerance: None,
             prompts_used: None,
+            early_stop_noise: None,
             warmup_failed: 0,
             warmup_cancelled_by_user: 0,
             warmup_errors_by_class: BTreeMap::new(),
@@ -939,6 +965,7 @@ fn summarize_inner(
             adaptive: false,
             adaptive_tolerance: None,
             prompts_used: None,
+            early_stop_noise: None,
             warmup_failed: f.warmup_failed,
             warmup_cancelled_by_user: f.warmup_cancelled_by_user,
             warmup_errors_by_class: f.warmup_errors_by_class,

@@ -14,21 +14,43 @@
 //!   X / P = (first + last − 2 steady) / steady, and the margin it needs, |X / P| / ε, with
 //!   its standard error (the two rounds' means, delta method).
 //!
-//! Run: `cargo run -p inferbench-loadgen --example early_stop_records -- DIR [TOLERANCE]`.
+//! - the noise pooled over the sweep (issue 43, 2026-12-08): the points taken in the order a
+//!   sweep ran them (`--order SWEEP_JSON`: an adaptive sweep's `sweep.json`, its points
+//!   matched to DIR's by directory name; the points it did not run after them, by TP and
+//!   conc; without it all by TP and conc), each under the rule with the pool of the points
+//!   before it ([`EarlyStop::with_pool`], fed as the sweep's runner feeds it: each point's
+//!   noise at its last check before the drain, its stop when it stopped early); its stop alone and pooled,
+//!   the pooled stop's chart metrics against the full protocol's (spliced as above) and its
+//!   claim; the profile GPU-seconds of the points of the order (each point's `status.json`
+//!   `gpu_seconds` less the profile time its stop saves × TP) alone and pooled.
+//!
+//! Run: `cargo run -p inferbench-loadgen --example early_stop_records -- DIR [TOLERANCE]
+//! [--order SWEEP_JSON]`.
 
 use inferbench_core::record::{Phase, RequestRecord};
 use inferbench_core::summary::{summarize, SummaryContext};
-use inferbench_loadgen::early_stop::{sample, Assessment, EarlyStop, Sample, BATCHES};
+use inferbench_loadgen::early_stop::{
+    sample, Assessment, EarlyStop, EarlyStopNoise, Sample, BATCHES,
+};
 
 #[path = "support/records.rs"]
 mod records;
 use records::read_records;
 
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let order_file = match args.iter().position(|a| a == "--order") {
+        Some(i) if i + 1 < args.len() => {
+            let f = args.remove(i + 1);
+            args.remove(i);
+            Some(f)
+        }
+        _ => None,
+    };
+    let mut args = args.into_iter();
     let dir = args
         .next()
-        .ok_or_else(|| anyhow::anyhow!("usage: SWEEP_DIR [TOLERANCE]"))?;
+        .ok_or_else(|| anyhow::anyhow!("usage: SWEEP_DIR [TOLERANCE] [--order SWEEP_JSON]"))?;
     let tol: f64 = args.next().map_or(Ok(0.02), |a| a.parse())?;
     let mut points = Vec::new();
     for e in std::fs::read_dir(&dir)? {
@@ -42,6 +64,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     points.sort();
+    pooled_replay(&points, tol, order_file.as_deref())?;
     println!("tolerance {tol}");
     println!(
         "| TP | conc | without the factor: stop at, prompts | with it: stop at, prompts | factor | \
@@ -286,4 +309,180 @@ fn drain(profile: &[&RequestRecord], c: u64) -> Option<Drain> {
         need,
         need_se,
     })
+}
+
+/// The first check (completions) at which `rule` is met over `samples` (in completion order),
+/// with its assessment, and the last assessment read before the drain (completions up to
+/// planned − conc), as the runner's `Tracker` keeps them.
+fn first_stop(
+    rule: &EarlyStop,
+    samples: &[Sample],
+) -> (Option<(u64, Assessment)>, Option<Assessment>) {
+    let mut latest = None;
+    for n in 1..=samples.len() as u64 {
+        if !(rule.due(n) && n >= BATCHES as u64) {
+            continue;
+        }
+        let Some(a) = rule.assess(samples[..n as usize].to_vec()) else {
+            continue;
+        };
+        if n + rule.conc <= rule.planned {
+            latest = Some(a);
+        }
+        if std::env::var_os("EARLY_STOP_TRACE").is_some() {
+            eprintln!(
+                "  conc {} pool {} at {n}: {} batches; TPOT {:.2} % × {:.2} + {:.2} % ({}, round sd \
+                 {:.2} %); tput {:.2} % × {:.2} + {:.2} % ({}, round sd {:.2} %)",
+                rule.conc,
+                rule.pool.dof,
+                a.batches,
+                a.tpot_noise * 100.0,
+                a.noise_factor,
+                a.tpot_bias * 100.0,
+                a.tpot_pooled,
+                a.tpot_round_sd * 100.0,
+                a.rate_noise * 100.0,
+                a.noise_factor,
+                a.rate_bias * 100.0,
+                a.rate_pooled,
+                a.rate_round_sd * 100.0,
+            );
+        }
+        if a.known(rule.tolerance) {
+            return (Some((n, a)), latest);
+        }
+    }
+    (None, latest)
+}
+
+/// The pooled rule replayed in a sweep's order (the module doc's last item).
+fn pooled_replay(
+    points: &[(u64, u64, std::path::PathBuf)],
+    tol: f64,
+    order_file: Option<&str>,
+) -> anyhow::Result<()> {
+    let name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().to_string());
+    let mut order: Vec<String> = Vec::new();
+    if let Some(f) = order_file {
+        let sweep: serde_json::Value = serde_json::from_slice(&std::fs::read(f)?)?;
+        for p in sweep["points"].as_array().into_iter().flatten() {
+            let n = p["dir"]
+                .as_str()
+                .and_then(|d| name(std::path::Path::new(d)));
+            if let Some(n) = n.filter(|n| !order.contains(n)) {
+                order.push(n);
+            }
+        }
+    }
+    let mut ranked: Vec<(usize, u64, u64, std::path::PathBuf)> = points
+        .iter()
+        .map(|(tp, c, p)| {
+            let at = name(p)
+                .and_then(|n| order.iter().position(|o| *o == n))
+                .unwrap_or(usize::MAX);
+            (at, *tp, *c, p.clone())
+        })
+        .collect();
+    ranked.sort();
+    println!("pooled noise, tolerance {tol} (points in the sweep's order; `-` = not in it)");
+    println!(
+        "| # | TP | conc | pool d.f. | alone: stop at, prompts | pooled: stop at, prompts | pooled (TPOT, tput) | factor | \
+         median TPOT stopped / full | throughput stopped / full | claimed: TPOT, throughput |"
+    );
+    println!("|---:|---:|---:|---:|---|---|---|---:|---|---|---|");
+    let mut pool: Vec<EarlyStopNoise> = Vec::new();
+    let (mut g_full, mut g_alone, mut g_pooled) = (0.0, 0.0, 0.0);
+    for (at, tp, conc, p) in &ranked {
+        let records = read_records(p)?;
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.join("summary.json"))?)?;
+        let status: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.join("status.json"))?)?;
+        let gpu_s = status["gpu_seconds"].as_f64().unwrap_or(f64::NAN);
+        let full_tpot = summary["inferbench"]["tpot_ms"]["median"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let full_tput = summary["total_token_throughput"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let full_dur = summary["duration"].as_f64().unwrap_or(f64::NAN);
+        let conc32 = u32::try_from(*conc).unwrap_or(u32::MAX);
+        let alone = EarlyStop::for_concurrency(tol, conc32)
+            .ok_or_else(|| anyhow::anyhow!("tolerance {tol}"))?;
+        let pooled = alone.with_pool(&pool);
+        let profile: Vec<&RequestRecord> = records
+            .iter()
+            .filter(|r| r.phase == Phase::Profile)
+            .collect();
+        let mut samples: Vec<Sample> = profile.iter().filter_map(|r| sample(r)).collect();
+        samples.sort_by(|a, b| a.end_ns.cmp(&b.end_ns).then(a.id.cmp(&b.id)));
+        let c = alone.conc;
+        let used = |n: u64| ((n + c).next_multiple_of(c)).min(alone.planned);
+        let (a_stop, _) = first_stop(&alone, &samples);
+        let (p_stop, p_latest) = first_stop(&pooled, &samples);
+        let dur_at = |stop: Option<(u64, Assessment)>| {
+            stop.map_or(full_dur, |(n, _)| {
+                summarize(
+                    &stopped_point(&profile, used(n), alone.planned),
+                    &SummaryContext::default(),
+                )
+                .duration
+            })
+        };
+        let show = |s: Option<(u64, Assessment)>| {
+            s.map_or("never".to_string(), |(n, _)| {
+                format!("{n} → {} of {}", used(n), alone.planned)
+            })
+        };
+        let (cmp, claimed, factor, which) = match p_stop {
+            Some((n, a)) => {
+                let s = summarize(
+                    &stopped_point(&profile, used(n), alone.planned),
+                    &SummaryContext::default(),
+                );
+                let (pt, py) = (s.inferbench.tpot_ms.median, s.total_token_throughput);
+                (
+                    format!(
+                        "{:+.2} % | {:+.2} %",
+                        (pt / full_tpot - 1.0) * 100.0,
+                        (py / full_tput - 1.0) * 100.0
+                    ),
+                    format!(
+                        "{:.2} %, {:.2} %",
+                        (a.tpot_noise * a.noise_factor + a.tpot_bias) * 100.0,
+                        (a.rate_noise * a.noise_factor + a.rate_bias) * 100.0
+                    ),
+                    format!("{:.3}", a.noise_factor),
+                    format!("{}, {}", a.tpot_pooled, a.rate_pooled),
+                )
+            }
+            None => ("- | -".into(), "-".into(), "-".into(), "-".into()),
+        };
+        let idx = if *at == usize::MAX {
+            "-".to_string()
+        } else {
+            (at + 1).to_string()
+        };
+        println!(
+            "| {idx} | {tp} | {conc} | {} | {} | {} | {which} | {factor} | {cmp} | {claimed} |",
+            pooled.pool.dof,
+            show(a_stop),
+            show(p_stop),
+        );
+        if *at != usize::MAX || order.is_empty() {
+            let tpf = *tp as f64;
+            g_full += gpu_s;
+            g_alone += gpu_s - (full_dur - dur_at(a_stop)) * tpf;
+            g_pooled += gpu_s - (full_dur - dur_at(p_stop)) * tpf;
+        }
+        // What the runner's pool gets of this point: its noise at its last check before the
+        // drain (its stop, when it stopped early).
+        let lent = p_latest.and_then(|a| a.noise(c));
+        pool.extend(lent);
+    }
+    println!(
+        "GPU-s of the order's points (status.json, less the profile time each stop saves × TP): \
+         full protocol {g_full:.1}, alone {g_alone:.1}, pooled {g_pooled:.1}\n"
+    );
+    Ok(())
 }

@@ -36,7 +36,10 @@
 //!   Measured on 36 full-protocol points of the real sim (two sweeps; docs/performance.md,
 //!   2026-12-07 22:00 UTC): at the stop every point's chart values are within 1.41 % of its
 //!   full protocol's and within what the rule claimed (with half-round batches one point was
-//!   2.08 % off, above the 2.00 % it claimed).
+//!   2.08 % off, above the 2.00 % it claimed). Since 2026-12-08 the half-width may pool the
+//!   sweep's finished points' noise ([`EarlyStop::pool`], [`pooled_relative_half_width`]):
+//!   Student's t with the pooled degrees of freedom and max(own spread, pool's), after an
+//!   equal-variance test; a point noisier than the pool keeps its own estimate.
 //! - **bias** against the full protocol, bounded from what was measured:
 //!   - throughput: with `K` rounds the point's duration is `K·P + X` (`P` the steady round,
 //!     `X` = first round + drain − 2 `P`), so it reads `(1 + X/(10 P)) / (1 + X/(K P))` of the
@@ -61,6 +64,7 @@
 //! sends every planned prompt.
 
 use inferbench_core::record::{Phase, RequestRecord};
+pub use inferbench_core::summary::EarlyStopNoise;
 
 /// Batches of the batch-means estimate.
 pub const BATCHES: usize = 10;
@@ -69,13 +73,24 @@ pub const BATCHES: usize = 10;
 /// largest count of batches; fewer take [`t95`].
 pub const T95: f64 = 2.262;
 
-/// Student's t quantile 0.975 (two-sided 95 %) with `dof` degrees of freedom: 12.706 at 1 …
-/// [`T95`] at 9; `dof` 0 read as 1, above 9 as 9 (at most [`BATCHES`] batches).
+/// Student's t quantile 0.975 (two-sided 95 %) with `dof` degrees of freedom: 12.706 at 1,
+/// [`T95`] at 9, 2.042 at 30 (a table to 30), above 30 the Cornish–Fisher expansion in 1/dof
+/// (within 1e-4 of the quantile; 1.960 in the limit); `dof` 0 read as 1. A point's own batch
+/// means have at most 9 ([`BATCHES`] − 1); a noise term pooled over a sweep's points
+/// ([`NoisePool`]) has more.
 pub fn t95(dof: usize) -> f64 {
-    const T: [f64; 9] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
-    T[dof.clamp(1, 9) - 1]
+    if dof <= T.len() {
+        return T[dof.max(1) - 1];
+    }
+    let (z, v) = (1.959_964f64, dof as f64);
+    z + (z.powi(3) + z) / (4.0 * v)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * v * v)
+        + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / (384.0 * v.powi(3))
 }
 
 /// Rounds of `conc` requests a point always completes before it may stop (3 × conc): the first
@@ -102,6 +117,115 @@ pub const MIN_COMPLETIONS: u64 = 30;
 /// and 20 prompts are under [`MIN_COMPLETIONS`]; conc 4 can stop only in its last rounds).
 pub const DRAIN_MARGIN: f64 = 0.5;
 
+/// How far apart in concurrency a finished point of the sweep may be and still lend its noise
+/// to a point's pool ([`NoisePool::of`]): from conc / 2 to 2 × conc. Measured on the lead's
+/// idle-core sweep (`/work/m2_idle_ts4`, 18 full-protocol points, docs/performance.md,
+/// 2026-12-08): the per-round relative noise is no function of conc alone — throughput per
+/// user's falls as 1/√conc up to conc 16 (6.8 % at 1, 2.4 % at 8, 1.5 % at 16: the round
+/// mean of random 80–100 % lengths) and then stays at 0.8–2.2 % (the engine's and the VM's,
+/// and the relaxation after the first round), median TPOT's rises from 0.1 % (conc 4) to
+/// 1.7–2.0 % (conc 256) — so no scaling law carries a point's noise far; within a factor of 2
+/// the measured values differ by at most 2.3× (TPOT: 1.3×), which the equal-variance test of
+/// [`pooled_relative_half_width`] and the max with the point's own spread bound.
+pub const POOL_CONC_RATIO: u64 = 2;
+
+/// Lower 5 % quantiles of F(d, ∞) = χ²₀.₀₅(d) / d, d = 1..=9: a point's own batch variance
+/// over its pool's below this reads as a point quieter than the pool (the test of
+/// [`pooled_relative_half_width`]). The limit d₂ → ∞ of F(d, d₂) lies inside every finite
+/// d₂'s interval, so the test rejects at least as often as the exact one: the point then keeps
+/// its own estimate, the rule before pooling.
+const F_LOW: [f64; 9] = [
+    0.00393, 0.0513, 0.1173, 0.1777, 0.2291, 0.2726, 0.3096, 0.3416, 0.3695,
+];
+
+/// Upper 5 % quantiles of F(d, ∞) = χ²₀.₉₅(d) / d, d = 1..=9: a point's own batch variance
+/// over its pool's above this reads as a point noisier than the pool, which then keeps its
+/// own estimate and its own degrees of freedom.
+const F_HIGH: [f64; 9] = [
+    3.841, 2.996, 2.605, 2.372, 2.214, 2.099, 2.010, 1.938, 1.880,
+];
+
+/// The noise of the sweep's finished points near a point's concurrency (issue 43), pooled:
+/// the per-round relative standard deviation of each chart metric's batch means
+/// ([`EarlyStopNoise`]), the degrees-of-freedom-weighted mean of the points' variances, and
+/// the summed degrees of freedom. `Default` (0 d.f.): no pool, the point's own estimate alone.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct NoisePool {
+    /// Pooled relative standard deviation of one round's median TPOT (0.01 = 1 %).
+    pub tpot_round_sd: f64,
+    /// Pooled relative standard deviation of one round's throughput per user.
+    pub rate_round_sd: f64,
+    /// Degrees of freedom of the pool (0: none).
+    pub dof: u64,
+}
+
+impl NoisePool {
+    /// The pool of `points` (finished points of one sweep, any order) for a point at `conc`:
+    /// those from conc / [`POOL_CONC_RATIO`] to conc × [`POOL_CONC_RATIO`] with at least one
+    /// degree of freedom and finite, non-negative spreads; Σ dᵢ sᵢ² / Σ dᵢ for each metric.
+    /// Empty (`Default`) when none qualifies.
+    pub fn of(points: &[EarlyStopNoise], conc: u64) -> NoisePool {
+        let c = conc.max(1);
+        let near = |p: &&EarlyStopNoise| {
+            p.conc.saturating_mul(POOL_CONC_RATIO) >= c
+                && p.conc <= c.saturating_mul(POOL_CONC_RATIO)
+                && p.dof >= 1
+                && [p.tpot_round_sd, p.rate_round_sd]
+                    .iter()
+                    .all(|v| v.is_finite() && *v >= 0.0)
+        };
+        let (mut t, mut r, mut d) = (0.0, 0.0, 0u64);
+        for p in points.iter().filter(near) {
+            let w = p.dof as f64;
+            t += w * p.tpot_round_sd.powi(2);
+            r += w * p.rate_round_sd.powi(2);
+            d += p.dof;
+        }
+        if d == 0 {
+            return NoisePool::default();
+        }
+        NoisePool {
+            tpot_round_sd: (t / d as f64).sqrt(),
+            rate_round_sd: (r / d as f64).sqrt(),
+            dof: d,
+        }
+    }
+}
+
+/// The 95 % half-width of the mean of a point's `batches` (each `rounds` rounds of the closed
+/// loop), relative to their mean, with the noise pooled from the sweep's finished points
+/// (`pool_round_sd`, the pool's relative standard deviation of one round, with `pool_dof`
+/// degrees of freedom), and whether the pool was used. The point's own relative standard
+/// deviation `s` (n batches) and the pool's scaled to its batches, `p = pool_round_sd / √rounds`,
+/// are first tested for equal variance (two-sided, 5 % each side: s² / p² inside F(n − 1, ∞)'s
+/// `F_LOW`..`F_HIGH`); if they pass, the half-width is t95(n − 1 + `pool_dof`) ·
+/// max(s, p) / √n — the pooled degrees of freedom, and never less spread than the point's own
+/// (max(s, p) is at least the textbook pooled estimate), so a point cannot stop on a pool
+/// quieter than its own batches; otherwise (or with no pool) the point's own
+/// t95(n − 1) · s / √n ([`relative_half_width`]). `None` for fewer than two batches or a mean
+/// that is not positive.
+pub fn pooled_relative_half_width(
+    batches: &[f64],
+    rounds: f64,
+    pool_round_sd: f64,
+    pool_dof: u64,
+) -> Option<(f64, bool)> {
+    let own = relative_half_width(batches)?;
+    let n = batches.len();
+    let s = relative_sd(batches)?;
+    if pool_dof == 0 || !(pool_round_sd.is_finite() && pool_round_sd > 0.0) {
+        return Some((own, false));
+    }
+    let p = pool_round_sd / rounds.max(1.0).sqrt();
+    let d = (n - 1).clamp(1, F_LOW.len());
+    let ratio = (s / p).powi(2);
+    if !(F_LOW[d - 1]..=F_HIGH[d - 1]).contains(&ratio) {
+        return Some((own, false));
+    }
+    let dof = (n - 1).saturating_add(usize::try_from(pool_dof).unwrap_or(usize::MAX));
+    Some((t95(dof) * s.max(p) / (n as f64).sqrt(), true))
+}
+
 /// When a point may end before its planned prompts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EarlyStop {
@@ -117,6 +241,9 @@ pub struct EarlyStop {
     pub conc: u64,
     /// Prompts of the full protocol the bias is measured against (10 × conc).
     pub planned: u64,
+    /// The noise of the sweep's finished points near this concurrency
+    /// ([`pooled_relative_half_width`]); `Default`: none, the point's own batches alone.
+    pub pool: NoisePool,
 }
 
 /// What [`EarlyStop::assess`] found: each metric's noise and bias, relative (0.02 = 2 %).
@@ -139,6 +266,17 @@ pub struct Assessment {
     /// ends ([`finite_population_factor`]; 1 = no correction, 0 = the point is the full
     /// protocol).
     pub noise_factor: f64,
+    /// Steady batches read (each at least one round).
+    pub batches: usize,
+    /// The point's own relative standard deviation of one round's median TPOT, from its
+    /// batch means (a batch of k rounds scaled by √k): what it lends a pool.
+    pub tpot_round_sd: f64,
+    /// The same of its throughput per user.
+    pub rate_round_sd: f64,
+    /// Whether `tpot_noise` used the pool ([`pooled_relative_half_width`]).
+    pub tpot_pooled: bool,
+    /// Whether `rate_noise` used the pool.
+    pub rate_pooled: bool,
 }
 
 impl Assessment {
@@ -156,6 +294,20 @@ impl Assessment {
     pub fn known_without_factor(&self, tolerance: f64) -> bool {
         self.tpot_noise + self.tpot_bias <= tolerance
             && self.rate_noise + self.rate_bias <= tolerance
+    }
+
+    /// The point's own noise reading at concurrency `conc`, for the pools of later points;
+    /// `None` with fewer than two batches or a spread that is not a finite number.
+    pub fn noise(&self, conc: u64) -> Option<EarlyStopNoise> {
+        let ok = |v: f64| v.is_finite() && v >= 0.0;
+        (self.batches >= 2 && ok(self.tpot_round_sd) && ok(self.rate_round_sd)).then_some(
+            EarlyStopNoise {
+                conc,
+                tpot_round_sd: self.tpot_round_sd,
+                rate_round_sd: self.rate_round_sd,
+                dof: self.batches as u64 - 1,
+            },
+        )
     }
 }
 
@@ -193,7 +345,17 @@ impl EarlyStop {
             check_every: (c / 2).max(BATCHES as u64),
             conc: c,
             planned: 10 * c,
+            pool: NoisePool::default(),
         })
+    }
+
+    /// The rule with the noise pooled from the sweep's finished `points`
+    /// ([`NoisePool::of`] at this rule's concurrency).
+    pub fn with_pool(self, points: &[EarlyStopNoise]) -> EarlyStop {
+        EarlyStop {
+            pool: NoisePool::of(points, self.conc),
+            ..self
+        }
     }
 
     /// Whether a check is due after `completed` successful profile completions.
@@ -284,13 +446,24 @@ impl EarlyStop {
         // hold: σ²/m · (1 − f) ≥ σ²(1/(used − c) − 1/(planned − c)), so the factor stays on
         // the safe side.
         let noise_factor = finite_population_factor(used - c as f64, planned - c as f64);
+        let rounds = size as f64 / c as f64;
+        let pool = self.pool;
+        let (tpot_noise, tpot_pooled) =
+            pooled_relative_half_width(&tpots, rounds, pool.tpot_round_sd, pool.dof)?;
+        let (rate_noise, rate_pooled) =
+            pooled_relative_half_width(&rates, rounds, pool.rate_round_sd, pool.dof)?;
         Some(Assessment {
-            tpot_noise: relative_half_width(&tpots)?,
+            tpot_noise,
             tpot_bias: tpot_bias + drift(&tpots)?,
-            rate_noise: relative_half_width(&rates)?,
+            rate_noise,
             rate_bias: rate_bias + drift(&rates)?,
             first_round_excess: excess,
             noise_factor,
+            batches: count,
+            tpot_round_sd: relative_sd(&tpots)? * rounds.sqrt(),
+            rate_round_sd: relative_sd(&rates)? * rounds.sqrt(),
+            tpot_pooled,
+            rate_pooled,
         })
     }
 }
@@ -373,6 +546,9 @@ pub struct Tracker {
     stopped: std::sync::atomic::AtomicBool,
     /// The assessment that stopped the point.
     fired: std::sync::Mutex<Option<Assessment>>,
+    /// The last assessment read before the drain (completions up to planned − conc): the
+    /// point's noise for the sweep's pool when the rule never fired.
+    latest: std::sync::Mutex<Option<Assessment>>,
 }
 
 impl Tracker {
@@ -384,6 +560,7 @@ impl Tracker {
             active: std::sync::atomic::AtomicBool::new(false),
             stopped: std::sync::atomic::AtomicBool::new(false),
             fired: std::sync::Mutex::new(None),
+            latest: std::sync::Mutex::new(None),
         }
     }
 
@@ -410,6 +587,11 @@ impl Tracker {
             return;
         }
         if let Some(a) = self.rule.assess(v.clone()) {
+            // Completions past planned − conc are the drain's (nothing sent behind them):
+            // not the steady state the pool reads.
+            if n.saturating_add(self.rule.conc) <= self.rule.planned {
+                *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(a);
+            }
             if a.known(self.rule.tolerance) {
                 *self.fired.lock().unwrap_or_else(|e| e.into_inner()) = Some(a);
                 self.stopped.store(true, Ordering::Release);
@@ -421,6 +603,16 @@ impl Tracker {
     /// runs on.
     pub fn fired(&self) -> Option<Assessment> {
         *self.fired.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The point's noise for the sweep's pool ([`Assessment::noise`]): read at its last check
+    /// before the drain (completions up to planned − conc; the check that stopped the point
+    /// when it stopped early, since a stop there is its last check), never over the drain's
+    /// completions (nothing sent behind them: a round unlike the steady ones; a point that ran
+    /// its full protocol meets the rule at its last check, factor 0); `None` before any.
+    pub fn noise(&self) -> Option<EarlyStopNoise> {
+        let a = *self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        a.and_then(|a| a.noise(self.rule.conc))
     }
 
     /// Whether the metrics are known: send no more profile requests.
@@ -598,6 +790,21 @@ pub fn relative_trend(batches: &[f64]) -> Option<f64> {
     Some(sxy / sxx / mean)
 }
 
+/// The sample standard deviation of `batches` relative to their mean; `None` for fewer than
+/// two batches or a mean that is not positive.
+pub fn relative_sd(batches: &[f64]) -> Option<f64> {
+    let n = batches.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = batches.iter().sum::<f64>() / n as f64;
+    if !(mean.is_finite() && mean > 0.0) {
+        return None;
+    }
+    let var = batches.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some(var.sqrt() / mean)
+}
+
 /// The 95 % confidence half-width of the mean of `batches`, relative to the mean:
 /// t95(n − 1) · s / √n / mean (s the sample standard deviation, [`t95`]: [`T95`] at 10). `None` for fewer than two
 /// batches or a mean that is not positive.
@@ -669,8 +876,15 @@ mod tests {
         let want = 2.262 * (10.0f64 / 9.0).sqrt() / 10f64.sqrt() / 10.0;
         assert!((relative_half_width(&ten).unwrap() - want).abs() < 1e-12);
         assert_eq!(
-            (t95(0), t95(1), t95(4), t95(9), t95(20)),
-            (12.706, 12.706, 2.776, T95, T95)
+            (t95(0), t95(1), t95(4), t95(9), t95(20), t95(30)),
+            (12.706, 12.706, 2.776, T95, 2.086, 2.042)
+        );
+        // Above the table, the expansion: 2.0211 at 40 (tables: 2.021), 2.0003 at 60
+        // (2.000), 1.9799 at 120 (1.980), 1.9600 in the limit.
+        let r4 = |x: f64| (x * 1e4).round() / 1e4;
+        assert_eq!(
+            (r4(t95(40)), r4(t95(60)), r4(t95(120)), r4(t95(1 << 40))),
+            (2.0211, 2.0003, 1.9799, 1.96)
         );
         assert_eq!(relative_half_width(&[5.0; 10]), Some(0.0));
         assert_eq!(relative_half_width(&[1.0]), None);
@@ -688,6 +902,7 @@ mod tests {
             check_every: 10,
             conc: 4,
             planned: 400,
+            pool: NoisePool::default(),
         };
         let steady: Vec<RequestRecord> = (0..40).map(|i| rec(i, 10 * i, 300.0, 20.0)).collect();
         assert!(rule.known(&steady));
@@ -786,6 +1001,154 @@ mod tests {
         let mut lost = steady.clone();
         lost.retain(|x| x.id != 5);
         assert_eq!(rule.assess(lost[..95].to_vec()), None);
+    }
+
+    /// Issue 43 (2026-12-08): the pool of a sweep's finished points for a point at conc 64:
+    /// those from conc 32 to 128 (conc 16 and 256 are too far, a point without degrees of
+    /// freedom or with a spread that is not a number lends nothing); each metric's variance
+    /// weighted by the degrees of freedom: TPOT √((4 · 1² + 6 · 2²) / 10) = √2.8 %, throughput
+    /// √((4 · 3² + 6 · 1²) / 10) = √4.2 %, 10 d.f. Nothing near: the empty pool.
+    #[test]
+    fn the_pool_weighs_the_nearby_points_by_their_degrees_of_freedom() {
+        let p = |conc, t, r, dof| EarlyStopNoise {
+            conc,
+            tpot_round_sd: t,
+            rate_round_sd: r,
+            dof,
+        };
+        let points = [
+            p(16, 0.5, 0.5, 9),
+            p(32, 0.01, 0.03, 4),
+            p(128, 0.02, 0.01, 6),
+            p(256, 0.5, 0.5, 9),
+            p(64, 0.5, 0.5, 0),
+            p(64, f64::NAN, 0.5, 3),
+        ];
+        let pool = NoisePool::of(&points, 64);
+        assert_eq!(pool.dof, 10);
+        assert!((pool.tpot_round_sd - 0.028f64.sqrt() / 10.0).abs() < 1e-15);
+        assert!((pool.rate_round_sd - 0.042f64.sqrt() / 10.0).abs() < 1e-15);
+        assert_eq!(NoisePool::of(&points, 1024), NoisePool::default());
+        assert_eq!(NoisePool::of(&[], 64), NoisePool::default());
+        let rule = EarlyStop::for_concurrency(0.02, 64).unwrap();
+        assert_eq!(rule.pool, NoisePool::default());
+        assert_eq!(rule.with_pool(&points).pool, pool);
+    }
+
+    /// Issue 43 (2026-12-08): the pooled half-width by hand. Three batch means 98, 102, 98
+    /// (mean 99.33, s = 2.309 / 99.33 = 2.325 %) alone: t(2) = 4.303 → 5.776 %. A pool of 2 %
+    /// per round with 27 d.f. (s² / p² = 1.351, inside F(2, ∞)'s 0.0513..2.996): t(29) = 2.045
+    /// times max(s, p) = s → 2.745 %. A pool of 3 % (ratio 0.60): max is the pool's, 3.542 %.
+    /// Batches of two rounds each scale the pool to 2 % / √2 per batch (ratio 2.70: pooled).
+    /// A pool of 1 % (ratio 5.40 > 2.996: the point is noisier than the pool) or of 20 % (ratio
+    /// 0.0135 < 0.0513: quieter): the point's own 5.776 %, unpooled.
+    #[test]
+    fn the_pooled_half_width_by_hand() {
+        let b = [98.0, 102.0, 98.0];
+        let s = relative_sd(&b).unwrap();
+        let own = relative_half_width(&b).unwrap();
+        assert!((own - 4.303 * s / 3f64.sqrt()).abs() < 1e-15);
+        let r4 = |x: f64| (x * 1e5).round() / 1e5;
+        assert_eq!(r4(own), 0.05776);
+        assert_eq!(
+            pooled_relative_half_width(&b, 1.0, 0.02, 0),
+            Some((own, false))
+        );
+        let (hw, pooled) = pooled_relative_half_width(&b, 1.0, 0.02, 27).unwrap();
+        assert!(pooled);
+        assert_eq!(hw, 2.045 * s / 3f64.sqrt());
+        assert_eq!(r4(hw), 0.02745);
+        let (hw, pooled) = pooled_relative_half_width(&b, 1.0, 0.03, 27).unwrap();
+        assert!(pooled);
+        assert_eq!(hw, 2.045 * 0.03 / 3f64.sqrt());
+        let (hw, pooled) = pooled_relative_half_width(&b, 2.0, 0.02, 27).unwrap();
+        assert!(pooled);
+        assert_eq!(hw, 2.045 * s / 3f64.sqrt());
+        assert_eq!(
+            pooled_relative_half_width(&b, 1.0, 0.01, 27),
+            Some((own, false))
+        );
+        assert_eq!(
+            pooled_relative_half_width(&b, 1.0, 0.20, 27),
+            Some((own, false))
+        );
+        assert_eq!(pooled_relative_half_width(&b[..1], 1.0, 0.02, 27), None);
+    }
+
+    /// A closed loop of `rounds` whole rounds of `conc` requests with a constant TPOT (3.333
+    /// ms) whose E2EL (so throughput per user) is `e2el(k)` in round `k`.
+    fn rate_rounds(conc: u64, rounds: u64, e2el: impl Fn(u64) -> f64) -> Vec<Sample> {
+        let mut s = rounds_of(conc, rounds, e2el);
+        for x in &mut s {
+            x.tpot_ms = 1000.0 / 300.0;
+        }
+        s
+    }
+
+    /// Issue 43 (2026-12-08): the pool lets a point like the sweep's others stop earlier and
+    /// keeps a noisier one from stopping on it. Conc 32 of 320 planned, 2 %, checked after 5
+    /// rounds (160 completions: the first round of 1,000 ms and four steady rounds, one batch
+    /// each; the point would end with 192, factor √(128/288) = 0.667), constant TPOT, the
+    /// steady rounds' throughput per user 1 + a, 1 − a, 1 − a, 1 + a times the first's (no
+    /// trend, a first-round excess of 0.04–0.36 %: a bias under 0.002 %; the batches'
+    /// relative spread s = a · √(4/3)).
+    /// The pool: finished points at a = 2 % (s = 2.309 %), 27 d.f.
+    /// - a = 2 %, like the pool: alone t(3) = 3.182 → 3.674 % × 0.667 = 2.45 %, not known;
+    ///   pooled t(30) = 2.042 → 2.358 % × 0.667 = 1.57 %: known, the point stops 5 rounds
+    ///   early.
+    /// - a = 3 % (s = 3.464 %, s² / p² = 2.25: passes the test): pooled, but with its own
+    ///   larger spread: 3.537 % × 0.667 = 2.36 %, not known (the pool's σ would have said
+    ///   1.57 %).
+    /// - a = 6 % (s² / p² = 9 > 2.605): noisier than the pool, its own estimate alone,
+    ///   t(3): 11.02 % × 0.667 = 7.35 %, not known.
+    #[test]
+    fn a_point_like_the_pool_stops_earlier_and_a_noisier_one_does_not() {
+        let rule = EarlyStop::for_concurrency(0.02, 32).unwrap();
+        let of = |a: f64| {
+            rate_rounds(32, 5, move |k| {
+                let d = [0.0, a, -a, -a, a][k as usize];
+                1000.0 / (1.0 + d)
+            })
+        };
+        let s = relative_sd(&[1.02, 0.98, 0.98, 1.02]).unwrap();
+        let pool = [EarlyStopNoise {
+            conc: 32,
+            tpot_round_sd: 0.0,
+            rate_round_sd: s,
+            dof: 27,
+        }];
+        let pooled = rule.with_pool(&pool);
+        assert_eq!(pooled.pool.dof, 27);
+        // The noise term (the bias is under 0.002 %).
+        let claim = |a: &Assessment| (a.rate_noise * a.noise_factor * 1e4).round() / 1e4;
+        let like = of(0.02);
+        let alone = rule.assess(like.clone()).unwrap();
+        assert_eq!(
+            (alone.noise_factor, alone.batches),
+            ((128.0f64 / 288.0).sqrt(), 4)
+        );
+        // Only the first round's excess over the steady mean E2EL (+0.04 %) gives a bias.
+        assert!(alone.rate_bias < 2e-5, "{}", alone.rate_bias);
+        assert_eq!((claim(&alone), alone.rate_pooled), (0.0245, false));
+        assert!(!alone.known(0.02));
+        let with = pooled.assess(like.clone()).unwrap();
+        assert_eq!((claim(&with), with.rate_pooled), (0.0157, true));
+        assert!(with.known(0.02));
+        // The TPOT has no spread: its zero variance is "quieter than the pool" (pool 0: none).
+        assert!(!with.tpot_pooled);
+        let bit_noisier = pooled.assess(of(0.03)).unwrap();
+        assert_eq!(
+            (claim(&bit_noisier), bit_noisier.rate_pooled),
+            (0.0236, true)
+        );
+        assert!(!bit_noisier.known(0.02));
+        let noisy = pooled.assess(of(0.06)).unwrap();
+        assert_eq!((claim(&noisy), noisy.rate_pooled), (0.0735, false));
+        assert!(!noisy.known(0.02));
+        // What a finished point lends the pool: its batches' spread per round, d.f. batches − 1.
+        let lent = with.noise(32).unwrap();
+        assert_eq!((lent.conc, lent.dof), (32, 3));
+        assert!((lent.rate_round_sd - s).abs() < 1e-12);
     }
 
     /// AgentX (issue 43): steady per-token latencies (30 ms/token: 33.3 tok/s/user) are known

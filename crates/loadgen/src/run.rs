@@ -356,6 +356,7 @@ pub async fn run_bench(
     let proxy = shared.client.proxy().map(str::to_string);
     let stopped_early = shared.stopped_early();
     let fired = (shared.early.as_ref()).and_then(crate::early_stop::Tracker::fired);
+    let early_noise = (shared.early.as_ref()).and_then(crate::early_stop::Tracker::noise);
     drop(shared);
     let (mut kept, write_error) = collector.await.context("record collector panicked")?;
     // A write that failed fails the point (exit 1, issue 39 §8), after writing what it can.
@@ -411,6 +412,7 @@ pub async fn run_bench(
         summary.inferbench.adaptive = true;
         summary.inferbench.adaptive_tolerance = Some(rule.tolerance);
         summary.inferbench.prompts_used = Some(profile_records);
+        summary.inferbench.early_stop_noise = early_noise;
         // Said only when it saved prompts: a rule met at a check after the last send changed
         // nothing.
         let saved = profile_records < opts.resolved_num_prompts();
@@ -419,7 +421,7 @@ pub async fn run_bench(
                 "adaptive: the metrics were known to within {} % at 95 % confidence against \
                  the full protocol after {} of {} prompts (median TPOT: noise {:.2} % × {:.2} + \
                  bias {:.2} %; throughput: noise {:.2} % × {:.2} + bias {:.2} %; first round \
-                 {:+.1} % E2EL); the point stopped there",
+                 {:+.1} % E2EL); the point stopped there{}",
                 rule.tolerance * 100.0,
                 profile_records,
                 opts.resolved_num_prompts(),
@@ -429,7 +431,8 @@ pub async fn run_bench(
                 a.rate_noise * 100.0,
                 a.noise_factor,
                 a.rate_bias * 100.0,
-                a.first_round_excess * 100.0
+                a.first_round_excess * 100.0,
+                pooled_words(&a, rule.pool.dof)
             ));
         }
     }
@@ -2188,5 +2191,62 @@ mod gate_tests {
             )
         );
         assert_eq!(gate_reason(PhaseEnd::Completed, &opts, &s, 16), None);
+    }
+}
+
+/// What the early stop's note adds when a metric's noise was pooled with the sweep's finished
+/// points (issue 43, `early_stop::pooled_relative_half_width`): which metric, and the pool's
+/// degrees of freedom; empty when neither was.
+fn pooled_words(a: &crate::early_stop::Assessment, pool_dof: u64) -> String {
+    let which = match (a.tpot_pooled, a.rate_pooled) {
+        (true, true) => "both metrics'",
+        (true, false) => "the median TPOT's",
+        (false, true) => "the throughput's",
+        (false, false) => return String::new(),
+    };
+    format!(
+        " ({which} noise pooled with the sweep's finished points near this concurrency: \
+         {pool_dof} more degrees of freedom)"
+    )
+}
+
+#[cfg(test)]
+mod pooled_words_tests {
+    use super::pooled_words;
+    use crate::early_stop::Assessment;
+
+    /// The early stop's note names the metrics whose noise was pooled (issue 43) and the
+    /// pool's degrees of freedom; nothing when neither was.
+    #[test]
+    fn the_note_says_which_noise_was_pooled() {
+        let a = Assessment {
+            tpot_noise: 0.01,
+            tpot_bias: 0.0,
+            rate_noise: 0.01,
+            rate_bias: 0.0,
+            first_round_excess: 0.0,
+            noise_factor: 0.5,
+            batches: 4,
+            tpot_round_sd: 0.01,
+            rate_round_sd: 0.01,
+            tpot_pooled: false,
+            rate_pooled: false,
+        };
+        assert_eq!(pooled_words(&a, 12), "");
+        let both = Assessment {
+            tpot_pooled: true,
+            rate_pooled: true,
+            ..a
+        };
+        assert_eq!(
+            pooled_words(&both, 12),
+            " (both metrics' noise pooled with the sweep's finished points near this \
+             concurrency: 12 more degrees of freedom)"
+        );
+        let rate = Assessment {
+            rate_pooled: true,
+            ..a
+        };
+        assert!(pooled_words(&rate, 3).starts_with(" (the throughput's noise pooled"));
     }
 }

@@ -58,6 +58,7 @@ async fn a_point_stops_once_its_metrics_are_known() {
         check_every: 4,
         conc: 4,
         planned: 40,
+        pool: inferbench_loadgen::early_stop::NoisePool::default(),
     };
     // Warmed up (4 requests: the connections open before the profile), so the first round is
     // not 10 times the steady state's E2EL on a loaded machine (the throughput's bias bound

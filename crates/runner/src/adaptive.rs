@@ -60,7 +60,8 @@
 //!
 //! 4. On the local executor ([`LocalOrder`]): every curve's ends and middle first, then each
 //!    curve's refinement (the last seeded first), so a curve is refined against all of its
-//!    group, not only the curves before it. [`explain`] gives each proposal's reason.
+//!    group, not only the curves before it; then back to any curve the others' points made
+//!    worth more. [`explain`] gives each proposal's reason.
 //!
 //! Every proposal lies inside the listed range and is proposed at most once (an invalid point
 //! is never proposed again and never counts as measured), so a plan always ends, after at most
@@ -989,8 +990,11 @@ pub fn run_k(
 /// time: first every curve's ends and middle, one curve after the other (so that each curve's
 /// refinement is planned against every curve of its group, not only the ones before it),
 /// then each curve's refinement, all of one curve's points in a row, the curves in reverse
-/// order (the last seeded curve's engine is still up). A curve left behind is not returned
-/// to. Deterministic; at most each curve's [`Curve::max_points`].
+/// order (the last seeded curve's engine is still up). Since 2026-12-08 a curve left behind
+/// is returned to when the others' refinement makes it worth more points (the group's noise
+/// read from their points turned it noisy: llama.cpp's ep 4 conc 2, "not revisited" before),
+/// the last such curve first, until no curve proposes a point (a relaunch of its engine).
+/// Deterministic; at most each curve's [`Curve::max_points`].
 #[derive(Debug, Clone, Default)]
 pub struct LocalOrder {
     /// `None` while seeding; then 1 + the curve being refined (0: done).
@@ -1041,6 +1045,17 @@ impl LocalOrder {
                 return Some((cur - 1, c));
             }
             cur -= 1;
+        }
+        // Every curve has been refined once. A curve left behind may be worth more points now
+        // that the others were (the group's noise read from their points can turn it noisy,
+        // or a crossing appear): return to it, the last such curve first, as the pass did.
+        // Each proposal is a point not measured yet, so this ends.
+        if let Some((i, c)) = (0..curves.len())
+            .rev()
+            .find_map(|i| propose(i, false).map(|c| (i, c)))
+        {
+            self.refining = Some(i + 1);
+            return Some((i, c));
         }
         self.refining = Some(0);
         None
@@ -1097,8 +1112,9 @@ pub struct CurvePlan {
 /// [`CurvePlan`]s (without their `row`, 0) of a finished plan: `curves` as measured, `groups`
 /// as [`LocalOrder::next`] takes them, `tolerance` as it reads it, and `proposals` the
 /// (curve index, [`Candidate`]) made, in order. Skips are read from the final measurements;
-/// a listed concurrency the planner would still propose (the local order does not return to a
-/// curve it left) is skipped as "not revisited" with that reason.
+/// a listed concurrency the planner would still propose (a sweep cut short; before 2026-12-08
+/// the local order never returned to a curve it left) is skipped as "not revisited" with that
+/// reason.
 pub fn curve_plans(
     curves: &[Curve],
     groups: &[usize],
@@ -2468,6 +2484,64 @@ mod tests {
         assert!(order.next(&curves, &[0, 0], 0.02).is_none());
     }
 
+    /// The local order returns to a curve it left when the others' refinement makes it worth
+    /// more points (the lead's llama.cpp sweep, 2026-12-07: "ep 4 conc 2 not revisited: the
+    /// local order had left this curve"). Two curves of one group, listed 1..16, x = 1000 /
+    /// (10 + conc), y = 10 conc^0.8 (curve 0) and 8 conc^0.8 (curve 1, 20 % under it: dominated
+    /// by more than 2 %, so never refined while the group reads noiseless); curve 0's conc 8
+    /// reads half its y (a dip and rise of throughput: noise, σ 10.5 %). Seeds 1, 16, 4 of
+    /// each; curve 1 refined first (nothing: dominated); curve 0 gets 8 (bend) and 2 (noisy);
+    /// now the margin is 2 % + 2√2 σ = 31.7 % and curve 1 is no longer dominated: the order
+    /// goes back to it for 8 and 2 (`noisy:`). Before 2026-12-08 the sweep ended after curve
+    /// 0's 2 and curve 1's 2 and 8 were reported "not revisited".
+    #[test]
+    fn a_curve_left_behind_is_revisited_when_the_group_turns_noisy() {
+        let listed = [1u32, 2, 4, 8, 16];
+        let mut curves = vec![Curve::listed(&listed); 2];
+        let at = |i: usize, c: u32| -> Measured {
+            let cf = f64::from(c);
+            let x = 1000.0 / (10.0 + cf);
+            let mut y = if i == 0 { 10.0 } else { 8.0 } * cf.powf(0.8);
+            if i == 0 && c == 8 {
+                y *= 0.5;
+            }
+            Some((x, y))
+        };
+        let mut order = LocalOrder::default();
+        let mut made = Vec::new();
+        while let Some((i, c)) = order.next_candidate(&curves, &[0, 0], 0.02) {
+            made.push((i, c));
+            curves[i].points.insert(c.conc, at(i, c.conc));
+            assert!(made.len() <= 10, "{made:?}");
+        }
+        let seen: Vec<(usize, u32)> = made.iter().map(|(i, c)| (*i, c.conc)).collect();
+        assert_eq!(
+            seen,
+            [
+                (0, 1),
+                (0, 16),
+                (0, 4),
+                (1, 1),
+                (1, 16),
+                (1, 4),
+                (0, 8),
+                (0, 2),
+                (1, 8),
+                (1, 2)
+            ]
+        );
+        assert!(matches!(made[6].1.why, Why::Bend { .. }), "{made:?}");
+        assert!(
+            made[7..]
+                .iter()
+                .all(|(_, c)| matches!(c.why, Why::Noisy { .. })),
+            "{made:?}"
+        );
+        assert!(order.next(&curves, &[0, 0], 0.02).is_none());
+        let plans = curve_plans(&curves, &[0, 0], 0.02, &made);
+        assert!(plans.iter().all(|p| p.skipped.is_empty()), "{plans:?}");
+    }
+
     /// The noise estimate: small on a smooth curve (x = 1000 / (10 + conc), y = 50 conc^0.8:
     /// 1.35 %, whose threshold 2 × 0.559 × 1.35 % = 1.5 % stays under a 2 % tolerance), large
     /// on a noisy one (±3 % alternating on y, the worst case for a third difference: every
@@ -2872,6 +2946,69 @@ mod noisy {
             made.push((i, c));
         }
         (curves, made)
+    }
+
+    /// docs/performance.md, "2026-12-07 (21:30–00:02 UTC)", check 2: the full list A
+    /// (21:49–21:59 UTC) and the `--adaptive` sweep (22:28–22:37 UTC) of the same config,
+    /// (conc, 1000 / median TPOT, total tok/s); curve 0 = ep 1, 1 = ep 4.
+    const FULL_LATE: [Points; 2] = [
+        &[
+            (1, 104.33, 171.6),
+            (2, 108.16, 174.4),
+            (4, 98.83, 157.3),
+            (8, 106.31, 175.9),
+            (16, 97.19, 172.2),
+        ],
+        &[
+            (1, 117.67, 225.5),
+            (2, 26.05, 177.6),
+            (4, 12.58, 187.8),
+            (8, 11.41, 191.4),
+            (16, 10.0, 159.1),
+        ],
+    ];
+    const ADAPTIVE_LATE: [Points; 2] = [
+        &[
+            (1, 115.7, 226.0),
+            (2, 99.94, 198.9),
+            (4, 112.55, 209.8),
+            (8, 104.63, 172.3),
+            (16, 68.57, 109.0),
+        ],
+        &[(1, 106.45, 214.3), (4, 12.41, 175.9), (16, 10.44, 159.9)],
+    ];
+
+    /// That `--adaptive` sweep replayed in the local order: the seeds (1, 16, 4 of each), ep 4
+    /// with nothing to refine yet, then ep 1's 2 (`bend:`) and 8 (`noisy:`: the group's σ
+    /// 8.9 %), as the sweep ran them; the sweep ended there and reported ep 4 conc 2 "not
+    /// revisited: the local order had left this curve". Now the order returns to ep 4 for
+    /// conc 2 (`noisy:`, answered from the full list A), and the plan ends with every listed
+    /// point measured but ep 4 conc 8, dominated (28.5 % against a margin of 27.2 %).
+    #[test]
+    fn the_late_llamacpp_sweep_revisits_ep4_conc_2() {
+        let (curves, made) = plan(ADAPTIVE_LATE, FULL_LATE);
+        let order: Vec<(usize, u32)> = made.iter().map(|(i, c)| (*i, c.conc)).collect();
+        assert_eq!(
+            order,
+            [
+                (0, 1),
+                (0, 16),
+                (0, 4),
+                (1, 1),
+                (1, 16),
+                (1, 4),
+                (0, 2),
+                (0, 8),
+                (1, 2)
+            ]
+        );
+        assert!(matches!(made[8].1.why, Why::Noisy { .. }), "{made:?}");
+        let plans = curve_plans(&curves, &[0, 0], DEFAULT_TOLERANCE, &made);
+        assert!(plans[0].skipped.is_empty(), "{plans:?}");
+        let skipped: Vec<(u32, &str)> = (plans[1].skipped.iter())
+            .map(|n| (n.conc, n.reason.split(':').next().unwrap_or("")))
+            .collect();
+        assert_eq!(skipped, [(8, "dominated")]);
     }
 
     /// The noise the planner sees in each adaptive sweep's 7 points: the first's ep 1

@@ -32,6 +32,13 @@ pub struct LoadgenPoint {
     /// Print notes as `  note (conc N): <note>` (`lanes N` for an agentic point), indented under the caller's own progress line
     /// for the point (the quickstart's), instead of `warning: <RESULT_FILENAME>: <note>`.
     pub indented_notes: bool,
+    /// The early stop's noise of the points this runner finished in this sweep (issue 43,
+    /// `sweep --adaptive`): each valid adaptive point's `inferbench.early_stop_noise`, in the
+    /// order they finished; a later point's rule pools those near its concurrency
+    /// (`inferbench_loadgen::early_stop::NoisePool`). Shared by the runner's clones; empty at
+    /// the start of a sweep (one `LoadgenPoint` per sweep). Slurm tasks and GitHub rows run
+    /// one point per process: theirs stays empty (the point's own estimate, as before).
+    pub noise_pool: std::sync::Arc<std::sync::Mutex<Vec<inferbench_core::summary::EarlyStopNoise>>>,
 }
 
 /// `BenchOptions` for a point (public so the CLI and tests can show exactly what is run).
@@ -102,6 +109,14 @@ impl PointRunner for LoadgenPoint {
             return run_agentic_point(req, self, cancel).await;
         }
         let mut opts = bench_options(req);
+        if let Some(rule) = opts.early_stop {
+            let pool = self
+                .noise_pool
+                .lock()
+                .map(|p| p.clone())
+                .unwrap_or_default();
+            opts.early_stop = Some(rule.with_pool(&pool));
+        }
         if self.progress {
             opts.progress = ProgressMode::Auto;
         }
@@ -131,6 +146,16 @@ impl PointRunner for LoadgenPoint {
             .cloned()
             .collect();
         finish_point(req, &notes, self)?;
+        // A valid adaptive point lends its noise to the next points' rules (an invalid one,
+        // e.g. a sim that fell behind its schedule, measured something else).
+        let valid = outcome.summary.inferbench.invalid_reason.is_none()
+            && outcome.summary.inferbench.failed_reason.is_none()
+            && !outcome.interrupted;
+        if let (true, Some(n)) = (valid, outcome.summary.inferbench.early_stop_noise) {
+            if let Ok(mut p) = self.noise_pool.lock() {
+                p.push(n);
+            }
+        }
         let aggregate = match &outcome.aggregate_path {
             Some(p) => Some(serde_json::from_str(
                 &std::fs::read_to_string(p).with_context(|| p.display().to_string())?,
