@@ -358,3 +358,51 @@ fn selftest_under_ulimit_v_names_a_value_that_runs_to_the_end() {
     let (code, err) = run(&at);
     assert_eq!(code, Some(0), "ulimit -v {at}: {err}");
 }
+
+/// Issue 39 (files, ingest and hints), 1: `ingest` under `ulimit -f` failed with SQLite's
+/// "disk I/O error", each unit skipped with it, naming no limit, exit 1 with nothing stored.
+/// Its database's growth is estimated up front from the files ingested (a new database's
+/// 512 KiB, 256 KiB per folder of files, 3 bytes per byte of them: the sweep fixture's 4
+/// folders and 40,812 bytes) and refused naming `ulimit -f` (exit 2, no database created); at
+/// the advised value the ingest stores both points. A write the limit stops at run time (`db
+/// migrate` under 25 KiB) says that the database would grow past the limit and that its
+/// transaction was rolled back, exit 2.
+#[cfg(unix)]
+#[test]
+fn ingest_checks_the_databases_growth_against_the_file_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fx =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let args = format!("ingest {} --db i.db", fx.display());
+    let (code, out, err) = under_limit(d, 300, &args);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            Some(2),
+            "",
+            "error: `ulimit -f` limits each file to 150 KiB; --db may hold up to 1608 KiB (at \
+             least 120 KiB): nothing was stored; raise the limit to at least 1608 (`ulimit -f \
+             1608`, in KiB as bash counts; 3216 in sh's 512-byte blocks) or `ulimit -f \
+             unlimited`\n"
+        )
+    );
+    assert!(!d.join("i.db").exists());
+    let (code, out, err) = under_limit(d, 3216, &args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("ingested 2 point(s) from 2 source(s)"),
+        "{out}"
+    );
+    let (code, out, err) = under_limit(d, 50, "db migrate --db m.db");
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            Some(2),
+            "",
+            "error: database error: sqlite: disk I/O error: the database would grow past \
+             `ulimit -f` (25 KiB); the write's transaction was rolled back (nothing of it is \
+             stored): raise the limit, `ulimit -f unlimited`\n"
+        )
+    );
+}
