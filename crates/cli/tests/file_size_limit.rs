@@ -185,10 +185,12 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
         (code, err.as_str()),
         (
             Some(2),
-            "error: `ulimit -f` limits each file to 1 KiB; --result-dir's summary.json may \
-             hold up to 16 KiB (at least 2 KiB): nothing was sent; raise the limit to at least \
-             16 (`ulimit -f 16`, in KiB as bash counts; 32 in sh's 512-byte blocks) or `ulimit \
-             -f unlimited`\n"
+            // Every file of --result-dir counted, the records files the largest here (issue
+            // 39, files, ingest and hints, 2: only the summary was, 16 KiB advised).
+            "error: `ulimit -f` limits each file to 1 KiB; --result-dir's requests.jsonl (and \
+             aiperf_artifacts/profile_export.jsonl) may hold up to 394 KiB (at least 4 KiB): \
+             nothing was sent; raise the limit to at least 394 (`ulimit -f 394`, in KiB as bash \
+             counts; 788 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
         )
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
@@ -405,4 +407,86 @@ fn ingest_checks_the_databases_growth_against_the_file_size_limit() {
              stored): raise the limit, `ulimit -f unlimited`\n"
         )
     );
+}
+
+/// Issue 39 (files, ingest and hints), 2: `replay --result-dir`'s `ulimit -f` check counted
+/// only its `summary.json`, so the value it advised (16 KiB) failed midway on `requests.jsonl`
+/// (exit 1). Every file it writes there is planned (the scrapes and their AIPerf export, the
+/// records files at what the run needs to measure), and the files whose size grows with the
+/// duration are bounded at run time (the scrapes thinned, the profile ended early rather than
+/// pass the limit): under 1 KiB it is refused naming the largest (exit 2, nothing sent), and at
+/// the advised value a 3 s replay of fast requests runs to the end (exit 0) with every file
+/// whole: each within the limit, every JSONL line and JSON file parses, a line per record in
+/// both records files.
+#[cfg(unix)]
+#[test]
+fn replay_at_the_advised_file_size_limit_writes_every_file_whole() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // One session of 300 short requests 5 ms apart.
+    let reqs: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                r#"{{"t":{:.3},"model":"m","in":64,"out":32,"hash_ids":[{i}],"api_time":0.001,"type":"s"}}"#,
+                f64::from(i) * 0.005
+            )
+        })
+        .collect();
+    std::fs::write(
+        d.join("t.jsonl"),
+        format!(
+            r#"{{"id":"p","models":["m"],"block_size":64,"hash_id_scope":"local","requests":[{}]}}"#,
+            reqs.join(",")
+        ) + "\n",
+    )
+    .unwrap();
+    let args = format!(
+        "replay --traces t.jsonl --base-url http://127.0.0.1:{} --model Llama-3.1-8B \
+         --concurrency 2 --benchmark-duration 3 --unsafe-override --result-dir out --progress \
+         off",
+        sim.1
+    );
+    let (code, _, err) = under_limit(d, 2, &args);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: `ulimit -f` limits each file to 1 KiB; --result-dir's \
+             aiperf_artifacts/server_metrics_export.json may hold up to 256 KiB (at least 0 \
+             KiB): nothing was sent; raise the limit to at least 256 (`ulimit -f 256`, in KiB \
+             as bash counts; 512 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+        )
+    );
+    assert!(!d.join("out").exists());
+    let (code, out, err) = under_limit(d, 512, &args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Successful requests:"), "no summary: {out}");
+    let mut lines = Vec::new();
+    for f in [
+        "summary.json",
+        "requests.jsonl",
+        "agentic_aggregate.json",
+        "server_metrics.jsonl",
+        "aiperf_artifacts/profile_export.jsonl",
+        "aiperf_artifacts/profile_export_aiperf.json",
+        "aiperf_artifacts/server_metrics_export.json",
+    ] {
+        let text = std::fs::read_to_string(d.join("out").join(f)).unwrap();
+        assert!(text.len() <= 256 << 10, "{f}: {} bytes", text.len());
+        if f.ends_with(".jsonl") {
+            for l in text.lines() {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .unwrap_or_else(|e| panic!("{f}: {e}: {l}"));
+            }
+            lines.push(text.lines().count());
+        } else {
+            serde_json::from_str::<serde_json::Value>(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+        }
+    }
+    assert_eq!(
+        lines[0], lines[2],
+        "requests.jsonl and profile_export.jsonl"
+    );
+    assert!(lines[0] > 22, "{lines:?}");
 }
