@@ -209,3 +209,37 @@ pub fn run(args: IngestFlags) -> anyhow::Result<ExitStatus> {
     }
     Ok(ExitStatus::failed_if(failed || (args.strict && unknown)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{write_failed, ExitStatus};
+
+    /// Issue 39 (files, ingest and hints), 1: an ingest whose write into the database failed
+    /// (its unit's transaction rolled back) ends with exit 2 when nothing was stored and 1 when
+    /// something was, names the unit, the database and what was kept, and under `ulimit -f` the
+    /// CLI's one mapping says the database would grow past it.
+    #[test]
+    fn a_failed_database_write_ends_2_when_nothing_was_stored_else_1() {
+        let w = inferbench_store::Skipped {
+            path: "/r/conc4".into(),
+            reason: "database error: sqlite: disk I/O error".into(),
+        };
+        let e = write_failed("x.db", &w, false);
+        assert_eq!(crate::cmd::error_status(&e), ExitStatus::Usage);
+        assert_eq!(
+            crate::fsize::explain_under(&inferbench_core::error_chain(e.as_ref()), Some(150 << 10)),
+            "storing /r/conc4 into x.db failed, and the ingest stopped there (nothing was stored; \
+             the rest is not ingested; ingest again once the database can grow): database error: \
+             sqlite: disk I/O error: the database would grow past `ulimit -f` (150 KiB); the \
+             write's transaction was rolled back (nothing of it is stored): raise the limit, \
+             `ulimit -f unlimited`"
+        );
+        let e = write_failed("x.db", &w, true);
+        assert_eq!(crate::cmd::error_status(&e), ExitStatus::Failed);
+        assert!(
+            e.to_string()
+                .contains("(what was stored before it is kept; the rest is not ingested;"),
+            "{e}"
+        );
+    }
+}
