@@ -289,7 +289,9 @@ pub fn check_before(planned: &[Planned], limit: Option<u64>, nothing: &str) -> R
         return Ok(());
     }
     let fits = big.upper.div_ceil(KIB);
-    let least = match big.bytes == big.upper {
+    // A file that may hold nothing (the scrapes of a server without /metrics) has no lower
+    // bound worth saying.
+    let least = match big.bytes == big.upper || big.bytes == 0 {
         true => String::new(),
         false => format!(" (at least {} KiB)", big.bytes.div_ceil(KIB)),
     };

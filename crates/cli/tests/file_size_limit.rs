@@ -453,9 +453,9 @@ fn replay_at_the_advised_file_size_limit_writes_every_file_whole() {
         (
             Some(2),
             "error: `ulimit -f` limits each file to 1 KiB; --result-dir's \
-             aiperf_artifacts/server_metrics_export.json may hold up to 256 KiB (at least 0 \
-             KiB): nothing was sent; raise the limit to at least 256 (`ulimit -f 256`, in KiB \
-             as bash counts; 512 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+             aiperf_artifacts/server_metrics_export.json may hold up to 256 KiB: nothing was \
+             sent; raise the limit to at least 256 (`ulimit -f 256`, in KiB as bash counts; 512 \
+             in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
         )
     );
     assert!(!d.join("out").exists());
