@@ -183,6 +183,65 @@ pub fn db_upper_bytes(db: &str, records: u64) -> Option<u64> {
     Some(base.saturating_add(records.saturating_mul(DB_UPPER_BYTES_PER_RECORD)))
 }
 
+/// What `ingest` of `paths` into the SQLite file `db` writes, at least and at most (as
+/// estimated): at least what [`db_bytes`] says of one stored result; at most the database as
+/// [`db_upper_bytes`] has it without requests, [`DB_GROWTH_UPPER_BYTES`] for each folder
+/// holding files (each at most one stored unit, a point or a result file, of its own) and
+/// [`DB_BYTES_PER_SERVER_METRICS_BYTE`] per byte of the files under `paths` (every file is kept
+/// among a run's artifacts or stored as rows, the records compressed: at most 3 bytes a byte, as
+/// `server_metrics.jsonl`'s rows). Files are counted without following symbolic links inside a
+/// folder, at most 64 folders deep. `None` for a PostgreSQL URL.
+pub fn ingest_planned(db: &str, paths: &[std::path::PathBuf]) -> Option<Planned> {
+    let least = db_bytes(db)?;
+    let base = db_upper_bytes(db, 0)?;
+    let (mut bytes, mut units) = (0u64, 0u64);
+    for p in paths {
+        let (b, u) = tree_bytes(p, 0);
+        bytes = bytes.saturating_add(b);
+        units = units.saturating_add(u);
+    }
+    let upper = base
+        .saturating_add(units.max(1).saturating_mul(DB_GROWTH_UPPER_BYTES))
+        .saturating_add(bytes.saturating_mul(DB_BYTES_PER_SERVER_METRICS_BYTE));
+    Some(Planned::between("--db", least, upper))
+}
+
+/// The bytes of the regular files at or under `path` and the number of places holding them (a
+/// file given itself, or a folder with files directly in it); `depth` folders down already.
+fn tree_bytes(path: &std::path::Path, depth: u32) -> (u64, u64) {
+    let meta = match depth {
+        0 => std::fs::metadata(path),
+        _ => std::fs::symlink_metadata(path),
+    };
+    let Ok(meta) = meta else { return (0, 0) };
+    if meta.is_file() {
+        return (meta.len(), u64::from(depth == 0));
+    }
+    if !meta.is_dir() || depth >= 64 {
+        return (0, 0);
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return (0, 0);
+    };
+    let (mut bytes, mut units, mut files_here) = (0u64, 0u64, false);
+    for e in entries.flatten() {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_file() => {
+                files_here = true;
+                bytes = bytes.saturating_add(e.metadata().map_or(0, |m| m.len()));
+            }
+            Ok(t) if t.is_dir() => {
+                let (b, u) = tree_bytes(&p, depth + 1);
+                bytes = bytes.saturating_add(b);
+                units = units.saturating_add(u);
+            }
+            _ => {}
+        }
+    }
+    (bytes, units.saturating_add(u64::from(files_here)))
+}
+
 /// The bytes of `records` saved request records of `osl` output tokens each, at least.
 pub fn records_bytes(records: u64, osl: u64) -> u64 {
     records.saturating_mul(RECORD_BYTES.saturating_add(osl.saturating_mul(RECORD_BYTES_PER_TOKEN)))
@@ -213,6 +272,15 @@ pub fn db_bytes(db: &str) -> Option<u64> {
 /// was sent; raise it to at least M (`ulimit -f M`, in KiB as bash counts; 2M in 512-byte
 /// blocks for sh) or `ulimit -f unlimited``.
 pub fn check(planned: &[Planned], limit: Option<u64>) -> Result<(), String> {
+    check_before(planned, limit, "nothing was sent")
+}
+
+/// [`check`] for a subcommand that sends nothing: `nothing` says what was not done (`ingest`:
+/// "nothing was stored").
+///
+/// # Errors
+/// As [`check`]'s, with `nothing` in place of "nothing was sent".
+pub fn check_before(planned: &[Planned], limit: Option<u64>, nothing: &str) -> Result<(), String> {
     let Some(limit) = limit else { return Ok(()) };
     let Some(big) = planned.iter().max_by_key(|p| p.upper) else {
         return Ok(());
@@ -221,14 +289,16 @@ pub fn check(planned: &[Planned], limit: Option<u64>) -> Result<(), String> {
         return Ok(());
     }
     let fits = big.upper.div_ceil(KIB);
-    let least = match big.bytes == big.upper {
+    // A file that may hold nothing (the scrapes of a server without /metrics) has no lower
+    // bound worth saying.
+    let least = match big.bytes == big.upper || big.bytes == 0 {
         true => String::new(),
         false => format!(" (at least {} KiB)", big.bytes.div_ceil(KIB)),
     };
     Err(format!(
-        "`ulimit -f` limits each file to {}; {} may hold up to {fits} KiB{least}: nothing was \
-         sent; raise the limit to at least {fits} (`ulimit -f {fits}`, in KiB as bash counts; \
-         {} in sh's 512-byte blocks) or `ulimit -f unlimited`",
+        "`ulimit -f` limits each file to {}; {} may hold up to {fits} KiB{least}: {nothing}; \
+         raise the limit to at least {fits} (`ulimit -f {fits}`, in KiB as bash counts; {} in \
+         sh's 512-byte blocks) or `ulimit -f unlimited`",
         size(limit),
         big.flag,
         fits * 2
@@ -258,6 +328,15 @@ pub fn explain_under(message: &str, limit: Option<u64>) -> String {
     .any(|m| lower.contains(m));
     if !by_limit || message.contains("ulimit -f") {
         return message.to_string();
+    }
+    // A database write (SQLite's own words, `StoreError::Write`): its transaction was rolled
+    // back, so nothing of what it wrote is half-stored (issue 39, files, ingest and hints, 1).
+    if lower.contains("sqlite: ") {
+        return format!(
+            "{message}: the database would grow past `ulimit -f` ({}); the write's transaction \
+             was rolled back (nothing of it is stored): raise the limit, `ulimit -f unlimited`",
+            size(limit)
+        );
     }
     format!(
         "{message} (the file-size limit `ulimit -f` is {}: raise it, `ulimit -f unlimited`)",
@@ -339,11 +418,18 @@ mod tests {
     /// they are.
     #[test]
     fn a_write_error_under_the_limit_names_it() {
-        assert_eq!(
-            explain_under("sqlite: disk I/O error", Some(102_400)),
-            "sqlite: disk I/O error (the file-size limit `ulimit -f` is 100 KiB: raise it, \
-             `ulimit -f unlimited`)"
-        );
+        // A database's write: the limit and the rolled-back transaction (issue 39, files,
+        // ingest and hints, 1), whichever of SQLite's words it failed with.
+        for cause in ["disk I/O error", "database or disk is full"] {
+            assert_eq!(
+                explain_under(&format!("database error: sqlite: {cause}"), Some(102_400)),
+                format!(
+                    "database error: sqlite: {cause}: the database would grow past `ulimit -f` \
+                     (100 KiB); the write's transaction was rolled back (nothing of it is \
+                     stored): raise the limit, `ulimit -f unlimited`"
+                )
+            );
+        }
         assert_eq!(
             explain_under("r.jsonl: File too large (os error 27)", Some(5 * 1024)),
             "r.jsonl: File too large (os error 27) (the file-size limit `ulimit -f` is 5 KiB: \

@@ -271,6 +271,15 @@ pub const LOWER_SWEEP: Lower = Lower {
     net: "the rows' conc or --prompts-per-conc",
 };
 
+/// `sweep` and `job`: an AgentX row's load (`agentic-coding`: lanes replaying the sweep's
+/// `--traces` for a duration; no isl, osl or prompt count: issue 39, files, ingest and hints,
+/// 4, where such a row was told to lower "the row's isl").
+pub const LOWER_SWEEP_AGENTIC: Lower = Lower {
+    prompts: "lower the row's conc or replay smaller --traces",
+    outputs: "lower the row's conc or replay smaller --traces",
+    net: "the rows' conc or replay smaller --traces",
+};
+
 /// `replay`: its lanes and traces (read with `--traces` or generated with `--synthetic`).
 pub const LOWER_REPLAY: Lower = Lower {
     prompts: "lower --num-dataset-entries or replay smaller --traces",
@@ -307,6 +316,8 @@ pub const LOWER_BY_SUBCOMMAND: &[(&str, Lower)] = &[
     ("bench", LOWER_BENCH_DATASET),
     ("sweep", LOWER_SWEEP),
     ("job", LOWER_SWEEP),
+    ("sweep", LOWER_SWEEP_AGENTIC),
+    ("job", LOWER_SWEEP_AGENTIC),
     ("replay", LOWER_REPLAY),
     ("selftest", LOWER_SELFTEST),
     ("eval gsm8k", LOWER_EVAL),

@@ -619,13 +619,15 @@ fn a_sweep_agentic_row_counts_sub_agents_as_replay_does() {
     );
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(
-        text.contains(
-            "row 0: conc 50 (each may hold 3 requests in flight: its session's main agent and \
-             parallel sub-agents, which take no lane, so 150 connections) is more than this \
-             client can hold: 50 streams need 230 open files (150 connections, 16 spare, 64 for \
-             files) and this process may open 200 (`ulimit -n`, hard limit 200): raise it with \
-             `ulimit -n 230`; conc 40 or less fits (nothing was sent)"
-        ),
+        text.contains(&format!(
+            "row 0 (agentic-coding: traces {}, 3600 s, conc 50): conc 50 (each may hold 3 \
+             requests in flight: its session's main agent and parallel sub-agents, which take no \
+             lane, so 150 connections) is more than this client can hold: 50 streams need 230 \
+             open files (150 connections, 16 spare, 64 for files) and this process may open 200 \
+             (`ulimit -n`, hard limit 200): raise it with `ulimit -n 230`; conc 40 or less fits \
+             (nothing was sent)",
+            file.display()
+        )),
         "{text}"
     );
     assert_nothing_connected(&l);
@@ -1363,10 +1365,10 @@ fn a_sweep_row_beyond_ulimit_n_is_refused_before_any_request() {
     assert!(
         text.contains(
             "error: 1 row of the matrix cannot run in this process (no engine was started):\n  \
-             row 1: conc 256 is more than this client can hold: 256 streams need 336 open files \
-             (256 connections, 16 spare, 64 for files) and this process may open 100 \
-             (`ulimit -n`, hard limit 100): raise it with `ulimit -n 336`; conc 20 or less fits \
-             (nothing was sent)"
+             row 1 (isl 64, osl 8, conc 8x256): conc 256 is more than this client can hold: \
+             256 streams need 336 open files (256 connections, 16 spare, 64 for files) and this \
+             process may open 100 (`ulimit -n`, hard limit 100): raise it with `ulimit -n 336`; \
+             conc 20 or less fits (nothing was sent)"
         ),
         "{text}"
     );

@@ -185,10 +185,12 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
         (code, err.as_str()),
         (
             Some(2),
-            "error: `ulimit -f` limits each file to 1 KiB; --result-dir's summary.json may \
-             hold up to 16 KiB (at least 2 KiB): nothing was sent; raise the limit to at least \
-             16 (`ulimit -f 16`, in KiB as bash counts; 32 in sh's 512-byte blocks) or `ulimit \
-             -f unlimited`\n"
+            // Every file of --result-dir counted, the records files the largest here (issue
+            // 39, files, ingest and hints, 2: only the summary was, 16 KiB advised).
+            "error: `ulimit -f` limits each file to 1 KiB; --result-dir's requests.jsonl (and \
+             aiperf_artifacts/profile_export.jsonl) may hold up to 394 KiB (at least 4 KiB): \
+             nothing was sent; raise the limit to at least 394 (`ulimit -f 394`, in KiB as bash \
+             counts; 788 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
         )
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
@@ -357,4 +359,134 @@ fn selftest_under_ulimit_v_names_a_value_that_runs_to_the_end() {
     assert!(err.contains("64 streams and 15689 requests"), "{err}");
     let (code, err) = run(&at);
     assert_eq!(code, Some(0), "ulimit -v {at}: {err}");
+}
+
+/// Issue 39 (files, ingest and hints), 1: `ingest` under `ulimit -f` failed with SQLite's
+/// "disk I/O error", each unit skipped with it, naming no limit, exit 1 with nothing stored.
+/// Its database's growth is estimated up front from the files ingested (a new database's
+/// 512 KiB, 256 KiB per folder of files, 3 bytes per byte of them: the sweep fixture's 4
+/// folders and 40,812 bytes) and refused naming `ulimit -f` (exit 2, no database created); at
+/// the advised value the ingest stores both points. A write the limit stops at run time (`db
+/// migrate` under 25 KiB) says that the database would grow past the limit and that its
+/// transaction was rolled back, exit 2.
+#[cfg(unix)]
+#[test]
+fn ingest_checks_the_databases_growth_against_the_file_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fx =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let args = format!("ingest {} --db i.db", fx.display());
+    let (code, out, err) = under_limit(d, 300, &args);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            Some(2),
+            "",
+            "error: `ulimit -f` limits each file to 150 KiB; --db may hold up to 1608 KiB (at \
+             least 120 KiB): nothing was stored; raise the limit to at least 1608 (`ulimit -f \
+             1608`, in KiB as bash counts; 3216 in sh's 512-byte blocks) or `ulimit -f \
+             unlimited`\n"
+        )
+    );
+    assert!(!d.join("i.db").exists());
+    let (code, out, err) = under_limit(d, 3216, &args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("ingested 2 point(s) from 2 source(s)"),
+        "{out}"
+    );
+    let (code, out, err) = under_limit(d, 50, "db migrate --db m.db");
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            Some(2),
+            "",
+            "error: database error: sqlite: disk I/O error: the database would grow past \
+             `ulimit -f` (25 KiB); the write's transaction was rolled back (nothing of it is \
+             stored): raise the limit, `ulimit -f unlimited`\n"
+        )
+    );
+}
+
+/// Issue 39 (files, ingest and hints), 2: `replay --result-dir`'s `ulimit -f` check counted
+/// only its `summary.json`, so the value it advised (16 KiB) failed midway on `requests.jsonl`
+/// (exit 1). Every file it writes there is planned (the scrapes and their AIPerf export, the
+/// records files at what the run needs to measure), and the files whose size grows with the
+/// duration are bounded at run time (the scrapes thinned, the profile ended early rather than
+/// pass the limit): under 1 KiB it is refused naming the largest (exit 2, nothing sent), and at
+/// the advised value a 3 s replay of fast requests runs to the end (exit 0) with every file
+/// whole: each within the limit, every JSONL line and JSON file parses, a line per record in
+/// both records files.
+#[cfg(unix)]
+#[test]
+fn replay_at_the_advised_file_size_limit_writes_every_file_whole() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // One session of 300 short requests 5 ms apart.
+    let reqs: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                r#"{{"t":{:.3},"model":"m","in":64,"out":32,"hash_ids":[{i}],"api_time":0.001,"type":"s"}}"#,
+                f64::from(i) * 0.005
+            )
+        })
+        .collect();
+    std::fs::write(
+        d.join("t.jsonl"),
+        format!(
+            r#"{{"id":"p","models":["m"],"block_size":64,"hash_id_scope":"local","requests":[{}]}}"#,
+            reqs.join(",")
+        ) + "\n",
+    )
+    .unwrap();
+    let args = format!(
+        "replay --traces t.jsonl --base-url http://127.0.0.1:{} --model Llama-3.1-8B \
+         --concurrency 2 --benchmark-duration 3 --unsafe-override --result-dir out --progress \
+         off",
+        sim.1
+    );
+    let (code, _, err) = under_limit(d, 2, &args);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: `ulimit -f` limits each file to 1 KiB; --result-dir's \
+             aiperf_artifacts/server_metrics_export.json may hold up to 256 KiB: nothing was \
+             sent; raise the limit to at least 256 (`ulimit -f 256`, in KiB as bash counts; 512 \
+             in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+        )
+    );
+    assert!(!d.join("out").exists());
+    let (code, out, err) = under_limit(d, 512, &args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Successful requests:"), "no summary: {out}");
+    let mut lines = Vec::new();
+    for f in [
+        "summary.json",
+        "requests.jsonl",
+        "agentic_aggregate.json",
+        "server_metrics.jsonl",
+        "aiperf_artifacts/profile_export.jsonl",
+        "aiperf_artifacts/profile_export_aiperf.json",
+        "aiperf_artifacts/server_metrics_export.json",
+    ] {
+        let text = std::fs::read_to_string(d.join("out").join(f)).unwrap();
+        assert!(text.len() <= 256 << 10, "{f}: {} bytes", text.len());
+        if f.ends_with(".jsonl") {
+            for l in text.lines() {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .unwrap_or_else(|e| panic!("{f}: {e}: {l}"));
+            }
+            lines.push(text.lines().count());
+        } else {
+            serde_json::from_str::<serde_json::Value>(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+        }
+    }
+    assert_eq!(
+        lines[0], lines[2],
+        "requests.jsonl and profile_export.jsonl"
+    );
+    assert!(lines[0] > 22, "{lines:?}");
 }

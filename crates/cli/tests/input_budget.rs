@@ -817,10 +817,17 @@ fn a_sweep_counts_its_traces_file_against_ulimit_v() {
     for kib in ["150000", "250000"] {
         let (o, text) = sweep(kib, "r");
         assert_eq!(o.status.code(), Some(2), "ulimit -v {kib}: {text}");
+        // Named by its traces, duration and conc, and told to lower what it has (issue 39,
+        // files, ingest and hints, 4: "lower the row's isl" for a row with no isl).
         assert!(
-            text.contains("row 0: conc 1 is more than this client can hold"),
+            text.contains(&format!(
+                "row 0 (agentic-coding: traces {}, 5 s, conc 1): conc 1 is more than this \
+                 client can hold",
+                d.join("big.jsonl").display()
+            )),
             "{text}"
         );
+        assert!(!text.contains("isl"), "{text}");
         assert!(!text.contains("out of memory"), "{text}");
         advice.push(advised(&text));
     }

@@ -182,6 +182,7 @@ fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()
         template_overhead: None,
         records_write_error: None,
         early_stop: None,
+        server_metrics_max_bytes: None,
     };
     let p90_of = |s: &inferbench_core::summary::RunSummary| {
         s.inferbench

@@ -1553,7 +1553,7 @@ pub fn cannot_plan(jobs: &[JobSpec], bench: &crate::point::BenchDefaults) -> Opt
         .filter(|j| j.is_agentic() && !j.is_multinode() && !crate::evals::eval_only(j))
         .filter_map(|j| {
             let d = bench.replay_settings(j.row.duration).duration_s;
-            (d < crate::bench::MIN_VALID_AGENTIC_S).then(|| format!("row {} ({d} s)", j.index))
+            (d < crate::bench::MIN_VALID_AGENTIC_S).then(|| crate::sweep::row_name(j, bench))
         })
         .collect();
     if short.is_empty() {

@@ -883,7 +883,7 @@ fn out_dir_failed(jobs: &[JobSpec], opts: &SweepOptions, e: &std::io::Error) -> 
 
 /// What a row's largest point asks of the client process, for the up-front check of `sweep`
 /// and `job` against `ulimit -n` / `ulimit -v` before any engine starts (issue 39 §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowLoad {
     /// 0-based index of the row in the matrix.
     pub index: usize,
@@ -913,6 +913,41 @@ pub struct RowLoad {
     /// them (issue 39, fresh tester's finding 2: left out, a sweep launched every agentic row
     /// under the `ulimit -v` at which `replay` of the same file was refused).
     pub reads_traces: bool,
+    /// Whether the row is an AgentX row (`agentic-coding`): what to lower is its conc or its
+    /// traces, never an isl or a prompt count it does not have.
+    pub agentic: bool,
+    /// How messages name the row ([`row_name`]).
+    pub name: String,
+}
+
+/// How every message about matrix row `spec` names it, under the sweep's settings `bench`
+/// (the one row-naming function: issue 39, files, ingest and hints, 4: an AgentX row's
+/// refusal read as a fixed-length row's, "the row's isl"). A fixed-length row by its
+/// sequence lengths and concurrencies, `row 1 (isl 1024, osl 1024, conc 4x8)`; an AgentX row
+/// (`agentic-coding`, which has no isl) by what identifies it: the traces it replays (the
+/// sweep's `--traces`, or `no --traces`), its replay duration in seconds (`--agentic-duration`,
+/// else the row's `duration`, else 3,600) and its concurrencies, `row 0 (agentic-coding:
+/// traces t.jsonl, 1800 s, conc 4x8)`; an eval-only row as a fixed-length one.
+pub fn row_name(spec: &JobSpec, bench: &crate::point::BenchDefaults) -> String {
+    let conc = spec.row.conc.identity();
+    if spec.is_agentic() {
+        let traces = match &bench.traces {
+            Some(t) => format!("traces {}", t.display()),
+            None => "no --traces".to_string(),
+        };
+        let d = bench.replay_settings(spec.row.duration).duration_s;
+        return format!(
+            "row {} (agentic-coding: {traces}, {d} s, conc {conc})",
+            spec.index
+        );
+    }
+    let len = |v: Option<u32>| v.map_or_else(|| "unset".to_string(), |v| v.to_string());
+    format!(
+        "row {} (isl {}, osl {}, conc {conc})",
+        spec.index,
+        len(spec.row.isl),
+        len(spec.row.osl)
+    )
 }
 
 /// Each row of `jobs` as its largest point loads the client ([`RowLoad`]), in order; a row
@@ -983,6 +1018,8 @@ pub fn row_loads(
                 per_stream,
                 request_bytes,
                 reads_traces: spec.is_agentic() && opts.bench.traces.is_some(),
+                agentic: spec.is_agentic(),
+                name: row_name(spec, &opts.bench),
             })
         })
         .collect()
@@ -2127,6 +2164,33 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 39 (files, ingest and hints), 4: the one row-naming function names a fixed-length
+    /// row by its isl, osl and concurrencies, and an AgentX row (no isl) by what identifies it:
+    /// its traces, its replay duration (`--agentic-duration` over the row's `duration`, else
+    /// 3,600 s) and its concurrencies.
+    #[test]
+    fn rows_are_named_by_what_identifies_them() {
+        use super::row_name;
+        let text = r#"[{"image": "i", "model": "m", "model-prefix": "m", "precision": "fp8", "framework": "vllm", "runner": "h100", "isl": 1024, "osl": 8192, "spec-decoding": "none", "tp": 4, "ep": 1, "dp-attn": false, "conc": 8, "exp-name": "x"},
+            {"image": "i", "model": "m", "model-prefix": "m", "precision": "fp8", "framework": "vllm", "runner": "h100", "spec-decoding": "none", "tp": 4, "ep": 1, "dp-attn": false, "conc": 16, "exp-name": "a", "scenario-type": "agentic-coding", "duration": 1800}]"#;
+        let jobs = crate::jobspec::parse_matrix(text, std::path::Path::new("m.json")).unwrap();
+        let mut bench = crate::point::BenchDefaults::default();
+        assert_eq!(
+            row_name(&jobs[0], &bench),
+            "row 0 (isl 1024, osl 8192, conc 8)"
+        );
+        assert_eq!(
+            row_name(&jobs[1], &bench),
+            "row 1 (agentic-coding: no --traces, 1800 s, conc 16)"
+        );
+        bench.traces = Some(std::path::PathBuf::from("cc/traces.jsonl"));
+        bench.agentic_duration_s = Some(600.0);
+        assert_eq!(
+            row_name(&jobs[1], &bench),
+            "row 1 (agentic-coding: traces cc/traces.jsonl, 600 s, conc 16)"
+        );
+    }
+
     /// Issue 39's leftovers, 3: a sweep whose `sweep.json` could not be written at its end
     /// never exits 0, and says so first.
     #[test]

@@ -347,7 +347,11 @@ fn adaptive_refuses_agentic_rows_below_the_minimum_duration() {
         row(2, 1, 4),
     ];
     let why = inferbench_runner::adaptive::cannot_plan(&rows, &bench).unwrap();
-    assert!(why.contains("minimum: row 1 (600 s)."), "{why}");
+    // Named by the one row-naming function (`sweep::row_name`): traces, duration, conc.
+    assert!(
+        why.contains("minimum: row 1 (agentic-coding: no --traces, 600 s, conc 8)."),
+        "{why}"
+    );
     assert!(
         why.contains("--agentic-duration of at least 900 s"),
         "{why}"
@@ -355,7 +359,10 @@ fn adaptive_refuses_agentic_rows_below_the_minimum_duration() {
     bench.agentic_duration_s = Some(300.0);
     let why = inferbench_runner::adaptive::cannot_plan(&rows, &bench).unwrap();
     assert!(
-        why.contains("minimum: row 0 (300 s), row 1 (300 s)."),
+        why.contains(
+            "minimum: row 0 (agentic-coding: no --traces, 300 s, conc 4), row 1 \
+             (agentic-coding: no --traces, 300 s, conc 8)."
+        ),
         "{why}"
     );
     bench.agentic_duration_s = Some(900.0);

@@ -159,6 +159,14 @@ fn sq_err(e: rusqlite::Error) -> StoreError {
         // The caller names the file (`Store::schema_version`).
         return StoreError::NotADatabase(String::new());
     }
+    // The file could not be written (a full disk, `ulimit -f`'s EFBIG): its own variant, so
+    // that an ingest stops there and the CLI can name the limit.
+    if matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::SystemIoFailure)
+    ) {
+        return StoreError::Write(format!("sqlite: {e}"));
+    }
     StoreError::Db(format!("sqlite: {e}"))
 }
 

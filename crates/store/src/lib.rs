@@ -98,6 +98,12 @@ pub enum StoreError {
     /// Anything else, with context.
     #[error("{0}")]
     Other(String),
+    /// The database file could not be written: SQLite's "disk I/O error" (`SQLITE_IOERR`) or
+    /// "database or disk is full" (`SQLITE_FULL`), as a full disk or the file-size limit
+    /// (`ulimit -f`, EFBIG) cause. The write's transaction was rolled back. Said as the driver
+    /// says it (`database error: sqlite: …`); the CLI names the limit where it explains it.
+    #[error("database error: {0}")]
+    Write(String),
 }
 
 /// Options of an ingest.
@@ -227,6 +233,11 @@ pub struct IngestReport {
     pub requests: i64,
     /// Units not ingested (corrupt or unrecognised), with the cause.
     pub skipped: Vec<Skipped>,
+    /// The unit whose write into the database failed ([`StoreError::Write`]: a full disk, the
+    /// file-size limit), with the cause: its transaction was rolled back (nothing of it is
+    /// stored) and the ingest stopped there (every later unit would fail alike); the units
+    /// before it are stored. `None` when every write succeeded.
+    pub write_failed: Option<Skipped>,
     /// Files under the given paths that are not result files (not JSON, outside artifact dirs).
     pub ignored: Vec<String>,
     /// Point directories of sweeps that did not finish, with their `status.json` state/cause.
@@ -255,6 +266,7 @@ impl IngestReport {
         self.runs_ingested == 0
             && self.evals == 0
             && self.skipped.is_empty()
+            && self.write_failed.is_none()
             && self.unfinished.is_empty()
             && self.sweeps.is_empty()
     }
@@ -870,6 +882,11 @@ impl Store {
         };
         let explicit_file = path.is_file();
         for u in units {
+            // A database that could not be written stops the ingest: every later unit would
+            // fail alike.
+            if report.write_failed.is_some() {
+                break;
+            }
             let (p, parsed) = match &u {
                 parse::Unit::Dir(d) => (d.clone(), parse::parse_dir(d, &opts.overrides)),
                 parse::Unit::File(f) => (f.clone(), parse::parse_file(f, &opts.overrides)),
@@ -930,6 +947,9 @@ impl Store {
             ..Default::default()
         };
         for mut run in runs {
+            if report.write_failed.is_some() {
+                break;
+            }
             add_set_settings(&mut run, opts);
             self.ingest_run_into(&run, &mut report);
         }
@@ -942,6 +962,13 @@ impl Store {
         self.require_migrated()?;
         let mut report = IngestReport::default();
         self.ingest_run_into(run, &mut report);
+        if let Some(s) = report.write_failed.take() {
+            let cause = s
+                .reason
+                .strip_prefix("database error: ")
+                .unwrap_or(&s.reason);
+            return Err(StoreError::Write(cause.to_string()));
+        }
         match report.skipped.pop() {
             Some(s) => Err(StoreError::Db(s.reason)),
             None => Ok(report),
@@ -1006,6 +1033,12 @@ impl Store {
                 }
                 report.renamed.extend(run.names.renamed.iter().cloned());
                 report.warnings.extend(run.warnings.iter().cloned());
+            }
+            Err(e @ StoreError::Write(_)) => {
+                report.write_failed = Some(Skipped {
+                    path: run.source_path.clone(),
+                    reason: e.to_string(),
+                })
             }
             Err(e) => report.skipped.push(Skipped {
                 path: run.source_path.clone(),
@@ -1667,6 +1700,48 @@ pub fn side_files_writable(db: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39 (files, ingest and hints), 1: a write the database file cannot take (SQLite's
+    /// `SQLITE_FULL` here, as `max_page_count` gives it; `SQLITE_IOERR` under `ulimit -f`) is
+    /// [`StoreError::Write`]: the unit's transaction is rolled back (no run, point or request
+    /// row of it), the ingest stops there (the sweep's other point is not tried, not listed as
+    /// skipped with the same cause), and the report says which unit and why.
+    #[test]
+    fn a_database_that_cannot_grow_stops_the_ingest_with_nothing_half_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("f.db").display().to_string()).unwrap();
+        s.migrate().unwrap();
+        // No free page left for a write to reuse.
+        s.conn.batch("VACUUM").unwrap();
+        let pages = s.conn.query("PRAGMA page_count", &[]).unwrap()[0][0]
+            .as_i64()
+            .unwrap();
+        s.conn
+            .batch(&format!("PRAGMA max_page_count = {pages}"))
+            .unwrap();
+        let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweep-h200");
+        let r = s.ingest_path(&fx, &IngestOptions::default()).unwrap();
+        let w = r.write_failed.as_ref().expect("the write failed");
+        assert_eq!(w.reason, "database error: sqlite: database or disk is full");
+        // Units are tried in order (conc16, conc4): the small conc16 fits in the pages there
+        // are, conc4 (its power samples) does not, and the ingest stops there.
+        assert!(w.path.ends_with("sweep-h200/conc4"), "{}", w.path);
+        assert_eq!((r.runs_ingested, r.points, r.skipped.len()), (1, 1, 0));
+        assert!(!r.stored_nothing() && !r.found_nothing());
+        s.conn.batch("PRAGMA max_page_count = 1073741823").unwrap();
+        let counts = s.table_counts().unwrap();
+        let count = |t: &str| counts.iter().find(|(n, _)| n == t).map(|(_, n)| *n);
+        assert_eq!((count("runs"), count("points")), (Some(1), Some(1)));
+        let run = parse::parse_dir(&fx.join("conc4"), &Overrides::default()).unwrap();
+        s.conn
+            .batch(&format!("PRAGMA max_page_count = {pages}"))
+            .unwrap();
+        let e = s.ingest_run(&run).unwrap_err();
+        assert!(
+            matches!(&e, StoreError::Write(m) if m == "sqlite: database or disk is full"),
+            "{e:?}"
+        );
+    }
 
     /// Issue 39 (second round), finding 2: a dangling `--db` link is checked at its final
     /// target: into a missing folder it is refused before the run (it failed only when storing);

@@ -41,7 +41,10 @@ fn stamp(root: &Path, gpu_seconds: f64) {
 /// A database written by the previous build (schema version 5: `inferbench ingest
 /// tests/fixtures/sweep-h200`) migrates to 6 (and 7, eval samples); its points' GPU-seconds are unknown, not 0;
 /// a re-ingest of the same sweep whose conc-4 point now says its GPU-seconds updates that
-/// point in place and leaves the other unknown.
+/// point in place and leaves the other unknown. The conc-16 point is stored again beside its
+/// old row: its summary's counts were made to match its 5 sample records after the v5 file
+/// was written (issue 39, files, ingest and hints, 3: `completed` 159 → 4), so it is another
+/// result file.
 #[test]
 fn a_version_5_database_migrates_and_its_points_have_no_gpu_seconds() {
     let (mut store, _dir, _) = common::migrated_old("v5-sweep-h200.db", 5, &[6, 7, 8]);
@@ -53,7 +56,10 @@ fn a_version_5_database_migrates_and_its_points_have_no_gpu_seconds() {
         .ingest_path(&copy.path().join("sweep-h200"), &IngestOptions::default())
         .unwrap();
     assert_eq!(rep.points, 2);
-    assert_eq!(gpu_seconds(&mut store), [(4, Some(1843.25)), (16, None)]);
+    assert_eq!(
+        gpu_seconds(&mut store),
+        [(4, Some(1843.25)), (16, None), (16, None)]
+    );
 }
 
 /// A fresh database: our point's figure is stored as written; an imported vLLM result and an

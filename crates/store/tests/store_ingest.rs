@@ -32,7 +32,9 @@ fn check_fixture_ingest(store: &mut Store) {
     // 2 artifact dirs + agg_bmk.json + its rerun + evals + AIPerf + vLLM file.
     assert_eq!(r.runs_ingested, 7, "{r:?}");
     assert_eq!(r.points, 2 + 9 + 8 + 1 + 1);
-    assert_eq!(r.requests, 10 + 6);
+    // conc4's 40 records (`common::fixture_copy`, as many as its summary's completed), conc16's
+    // 6 (its warmup, 4 completed and 1 failed: its summary counts them).
+    assert_eq!(r.requests, 40 + 6);
     // The crashed point is reported with its status; the sweep's own sweep.json is neither a
     // result nor worth a line.
     assert_eq!(r.unfinished.len(), 1);
@@ -1259,5 +1261,78 @@ fn a_key_ending_in_ms_that_is_no_latency_round_trips_unchanged() {
     assert_eq!(
         by_conc(4)["mean_ttft"],
         ours["mean_ttft_ms"].as_f64().unwrap() / 1000.0
+    );
+}
+
+/// Issue 39 (files, ingest and hints), 3: the records-count check of a result's
+/// `--save-requests` file holds for a sweep's point directory too (ingesting a sweep's result
+/// dir): its `requests.jsonl` holding 5 profile records against the summary's 159 completed
+/// (its `inferbench` block counts no failed) fails the point, naming both counts, with a
+/// warning; its 5 records are stored. The fixture's own summary now counts 4 completed (its
+/// records were trimmed to 5 samples to keep the repo small), and a `requests.jsonl.zst` is
+/// checked alike. Before: stored as complete, no warning.
+#[test]
+fn a_sweep_points_records_file_shorter_than_its_summary_fails_the_point() {
+    let (mut s, _db, _) = common::sqlite();
+    let copy = common::fixture_copy();
+    let sweep = copy.path().join("sweep-h200");
+    let summary = sweep.join("conc16/summary.json");
+    let text = std::fs::read_to_string(&summary).unwrap();
+    std::fs::write(
+        &summary,
+        text.replace("\"completed\": 4,", "\"completed\": 159,"),
+    )
+    .unwrap();
+    // conc4's 40 records (`fixture_copy`'s `.zst`) less 1.
+    let zst = sweep.join("conc4/requests.jsonl.zst");
+    let plain =
+        String::from_utf8(zstd::decode_all(&std::fs::read(&zst).unwrap()[..]).unwrap()).unwrap();
+    let short: String = plain.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&zst, zstd::encode_all(short.as_bytes(), 3).unwrap()).unwrap();
+    let r = s.ingest_path(&sweep, &IngestOptions::default()).unwrap();
+    assert_eq!(
+        (
+            r.points,
+            r.failed_points,
+            r.incomplete_records_points,
+            r.requests
+        ),
+        (2, 2, 2, 39 + 6)
+    );
+    let f = Filter {
+        include_failed: true,
+        ..Filter::default()
+    };
+    let rows = s.points(&f, &CostOptions::default()).unwrap();
+    let got: Vec<(i64, Option<&str>)> = rows.iter().map(|p| (p.conc, p.error.as_deref())).collect();
+    assert_eq!(
+        got,
+        [
+            (
+                4,
+                Some(
+                    "its records file is incomplete: 39 profile record(s) of the 40 the summary \
+                     counts (completed + failed); the 39 are stored"
+                )
+            ),
+            (
+                16,
+                Some(
+                    "its records file is incomplete: 5 profile record(s) of the 159 the summary \
+                     counts (completed + failed); the 5 are stored"
+                )
+            )
+        ]
+    );
+    let warned: Vec<&String> = (r.warnings.iter())
+        .filter(|w| w.contains(": incomplete: "))
+        .collect();
+    assert_eq!(warned.len(), 2, "{:?}", r.warnings);
+    assert!(
+        warned.iter().any(|w| w.contains(
+            "sweep-h200/conc16/requests.jsonl: incomplete: 5 profile record(s) of the 159 the \
+             summary counts"
+        )),
+        "{warned:?}"
     );
 }

@@ -158,6 +158,11 @@ impl Shown<'_> {
     /// -f batch=<batch>` lists): the ingest's report and the rows.
     fn stored_rows(&self, store: &mut Store) -> anyhow::Result<(IngestReport, Vec<PointRow>)> {
         let report = store.ingest_path(self.run_dir, &Default::default())?;
+        // A write the database could not take (a full disk, `ulimit -f`) stopped the ingest:
+        // an error, which the CLI says with the limit where it explains it.
+        if let Some(w) = &report.write_failed {
+            anyhow::bail!("storing {}: {}", w.path, w.reason);
+        }
         let mut filter = inferbench_store::Filter::default();
         filter.add(&format!("batch={}", self.batch))?;
         let rows = store.points(&filter, &Default::default())?;

@@ -89,6 +89,11 @@ pub fn run_local(
         _ => (0, inferbench_loadgen::agentic::LaneLoad::NONE),
     };
     let loads = inferbench_runner::sweep::row_loads(jobs, opts, traces_bytes, lanes);
+    // A matrix of AgentX rows only: the out-of-memory net names what they have (their conc,
+    // their traces), not the fixed-length rows' --prompts-per-conc.
+    if !loads.is_empty() && loads.iter().all(|l| l.agentic) {
+        crate::oom::set_what_to_lower(crate::limits::LOWER_SWEEP_AGENTIC.net);
+    }
     rows_beyond(&loads, &limits, read_room).map_err(anyhow::Error::msg)?;
     // Every point directory, the files already in them and the sweep's report (issue 39's
     // leftovers, 3: a FIFO where a point's file goes failed after the launch).
@@ -108,7 +113,8 @@ pub fn run_local(
 
 /// Whether every row of `loads` fits `limits` ([`crate::limits::check`] at the row's largest
 /// concurrency, its requests and prompts). Errors: one line per row that does not, naming the
-/// row, the limit (`ulimit -n`, `ulimit -v` or the machine's memory) and the largest `conc`
+/// row as every message does ([`inferbench_runner::sweep::row_name`]: an AgentX row by its
+/// traces, duration and conc, and told to lower its conc or traces, never an isl), the limit (`ulimit -n`, `ulimit -v` or the machine's memory) and the largest `conc`
 /// that fits; the caller exits 2 before any engine starts. `traces_room`: the room for
 /// reading the sweep's `--traces` ([`crate::limits::input_room`]), counted for the rows that
 /// read them.
@@ -133,7 +139,11 @@ pub fn rows_beyond(
                 },
                 output_bytes: l.output_bytes,
                 uncapped: false,
-                lower: crate::limits::LOWER_SWEEP,
+                lower: if l.agentic {
+                    crate::limits::LOWER_SWEEP_AGENTIC
+                } else {
+                    crate::limits::LOWER_SWEEP
+                },
             };
             // Where not one stream fits under `ulimit -v`, the value at which the row starts
             // (issue 39, second round, finding 5: a row's refusal named none).
@@ -141,7 +151,7 @@ pub fn rows_beyond(
                 let e = crate::limits::advise_no_stream(anyhow::Error::msg(e), limits, |at| {
                     crate::limits::check(&need, at).is_ok()
                 });
-                format!("row {}: {e:#}", l.index)
+                format!("{}: {e:#}", l.name)
             })
         })
         .collect();
@@ -183,6 +193,8 @@ mod tests {
             per_stream: 1,
             request_bytes: 0,
             reads_traces: false,
+            agentic: false,
+            name: format!("row {index} (isl 1024, osl 1024, conc {conc})"),
         }
     }
 
@@ -194,10 +206,10 @@ mod tests {
         assert_eq!(
             e,
             "1 row of the matrix cannot run in this process (no engine was started):\n  \
-             row 1: conc 256 is more than this client can hold: 256 streams need 336 open files \
-             (256 connections, 16 spare, 64 for files) and this process may open 100 \
-             (`ulimit -n`, hard limit 100): raise it with `ulimit -n 336`; conc 20 or less fits \
-             (nothing was sent)"
+             row 1 (isl 1024, osl 1024, conc 256): conc 256 is more than this client can \
+             hold: 256 streams need 336 open files (256 connections, 16 spare, 64 for files) \
+             and this process may open 100 (`ulimit -n`, hard limit 100): raise it with \
+             `ulimit -n 336`; conc 20 or less fits (nothing was sent)"
         );
         assert_eq!(
             rows_beyond(&[row(0, 4), row(1, 20)], &limits(100), 0),
@@ -222,6 +234,33 @@ mod tests {
         assert!(!e.contains("--random-input-len"), "{e}");
     }
 
+    /// Issue 39 (files, ingest and hints), 4: an AgentX row whose traces alone pass the memory
+    /// budget is named by what identifies it (its name from `runner::sweep::row_name`) and told
+    /// to lower its conc or replay smaller traces, never "the row's isl" it does not have.
+    #[test]
+    fn an_agentic_row_beyond_memory_is_told_its_own_settings() {
+        let mut l = limits(1 << 20);
+        l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
+        let mut r = row(0, 4);
+        r.prompt_bytes = 1 << 30;
+        r.agentic = true;
+        r.reads_traces = true;
+        r.name = "row 0 (agentic-coding: traces t.jsonl, 1800 s, conc 4)".into();
+        let e = rows_beyond(&[r], &l, 0).unwrap_err();
+        assert!(
+            e.contains(
+                "\n  row 0 (agentic-coding: traces t.jsonl, 1800 s, conc 4): conc 4 is more \
+                 than this client can hold"
+            ),
+            "{e}"
+        );
+        assert!(
+            e.contains(" MiB of prompts (lower the row's conc or replay smaller --traces), "),
+            "{e}"
+        );
+        assert!(!e.contains("isl"), "{e}");
+    }
+
     /// Issue 39, second round, finding 5: a row of which not one stream fits under `ulimit -v`
     /// is refused naming the `ulimit -v` at which it starts, and at that value it passes.
     #[test]
@@ -230,7 +269,7 @@ mod tests {
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
         let mut r = row(0, 4);
         r.prompt_bytes = 200 << 20;
-        let e = rows_beyond(&[r], &l, 0).unwrap_err();
+        let e = rows_beyond(std::slice::from_ref(&r), &l, 0).unwrap_err();
         let kib: u64 = e
             .split("raise the address-space limit: `ulimit -v ")
             .nth(1)
@@ -239,7 +278,7 @@ mod tests {
             .unwrap_or_else(|| panic!("no ulimit -v value: {e}"));
         assert!(e.contains("(it is 307200 now) (nothing was sent)"), "{e}");
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(kib << 10), None);
-        assert_eq!(rows_beyond(&[r], &l, 0), Ok(()));
+        assert_eq!(rows_beyond(std::slice::from_ref(&r), &l, 0), Ok(()));
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some((kib - 1) << 10), None);
         assert!(rows_beyond(&[r], &l, 0).is_err());
     }
@@ -252,7 +291,7 @@ mod tests {
         let mut l = limits(1 << 20);
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
         let mut r = row(0, 4);
-        assert_eq!(rows_beyond(&[r], &l, 0), Ok(()));
+        assert_eq!(rows_beyond(std::slice::from_ref(&r), &l, 0), Ok(()));
         r.output_bytes = 1 << 30;
         let e = rows_beyond(&[r], &l, 0).unwrap_err();
         assert!(

@@ -238,6 +238,98 @@ fn size_notice(
     })
 }
 
+/// Bytes of one of a replay's small JSON files at least (`agentic_aggregate.json`, 4.6 KiB
+/// measured; `profile_export_aiperf.json`, 4 KiB).
+const REPLAY_JSON_BYTES: u64 = 2 << 10;
+
+/// Bytes of one of them at most (as [`crate::fsize::REPLAY_SUMMARY_UPPER_BYTES`]: the same
+/// keys whatever the request count).
+const REPLAY_JSON_UPPER_BYTES: u64 = 16 << 10;
+
+/// Bytes of `aiperf_artifacts/server_metrics_export.json` at most: a window summary per metric
+/// the server exports (29 KiB measured against the sim), as estimated.
+const SERVER_METRICS_EXPORT_UPPER_BYTES: u64 = 256 << 10;
+
+/// The files a `replay --result-dir` writes, each with the bytes it holds at least and at most
+/// ([`crate::fsize`]; issue 39, files, ingest and hints, 2): `summary.json`,
+/// `agentic_aggregate.json` and `aiperf_artifacts/profile_export_aiperf.json` (2–16 KiB each),
+/// `server_metrics.jsonl` (thinned at run time to the limit; the plan keeps
+/// [`super::bench::SERVER_METRICS_PLANNED_BYTES`] for it, as `bench`'s) and
+/// `aiperf_artifacts/server_metrics_export.json` (at most
+/// [`SERVER_METRICS_EXPORT_UPPER_BYTES`]) unless `--no-server-metrics`, and the records files
+/// `requests.jsonl` and `aiperf_artifacts/profile_export.jsonl` (a line per request each):
+/// their request count grows with the duration, so they are bounded at run time
+/// ([`inferbench_loadgen::agentic::RecordsRoom`]: the profile ends early rather than pass the
+/// limit) and planned at what the run needs to measure at all: every lane's primers and
+/// warmups (one output token each) and twice the lines of the most requests in flight at once
+/// (`lane`'s sessions' peak, each of the traces' longest output, at most `lane.request_bytes`
+/// ÷ 32 tokens). Without a lane load (traces that could not be counted) the records files are
+/// not planned.
+pub fn planned_files(
+    flags: &ReplayFlags,
+    lane: inferbench_loadgen::agentic::LaneLoad,
+) -> Vec<crate::fsize::Planned> {
+    use crate::fsize::{
+        Planned, RECORD_BYTES, RECORD_UPPER_BYTES, RECORD_UPPER_BYTES_PER_TOKEN,
+        REPLAY_SUMMARY_BYTES, REPLAY_SUMMARY_UPPER_BYTES,
+    };
+    let mut v = vec![
+        Planned::between(
+            "--result-dir's summary.json",
+            REPLAY_SUMMARY_BYTES,
+            REPLAY_SUMMARY_UPPER_BYTES,
+        ),
+        Planned::between(
+            "--result-dir's agentic_aggregate.json",
+            REPLAY_JSON_BYTES,
+            REPLAY_JSON_UPPER_BYTES,
+        ),
+        Planned::between(
+            "--result-dir's aiperf_artifacts/profile_export_aiperf.json",
+            REPLAY_JSON_BYTES,
+            REPLAY_JSON_UPPER_BYTES,
+        ),
+    ];
+    if !flags.no_server_metrics {
+        v.push(Planned::between(
+            "--result-dir's server_metrics.jsonl",
+            0,
+            super::bench::SERVER_METRICS_PLANNED_BYTES,
+        ));
+        v.push(Planned::between(
+            "--result-dir's aiperf_artifacts/server_metrics_export.json",
+            0,
+            SERVER_METRICS_EXPORT_UPPER_BYTES,
+        ));
+    }
+    if lane.request_bytes > 0 {
+        use inferbench_loadgen::options::limits::BYTES_PER_OUTPUT_TOKEN;
+        let lanes = u64::from(flags.concurrency);
+        let per_lane = lane.per_lane.max(1);
+        let warm = lanes
+            .saturating_mul(per_lane.saturating_add(u64::from(flags.warmup_requests_per_lane)));
+        let out = lane.request_bytes / BYTES_PER_OUTPUT_TOKEN;
+        let line = |tokens: u64| {
+            RECORD_UPPER_BYTES.saturating_add(tokens.saturating_mul(RECORD_UPPER_BYTES_PER_TOKEN))
+        };
+        let upper = warm.saturating_mul(line(1)).saturating_add(
+            lanes
+                .saturating_mul(per_lane)
+                .saturating_mul(line(out))
+                .saturating_mul(2),
+        );
+        let least = lanes
+            .saturating_mul(u64::from(flags.warmup_requests_per_lane))
+            .saturating_mul(RECORD_BYTES);
+        v.push(Planned::between(
+            "--result-dir's requests.jsonl (and aiperf_artifacts/profile_export.jsonl)",
+            least,
+            upper,
+        ));
+    }
+    v
+}
+
 /// `inferbench replay`'s flags: the replay's ([`ReplayFlags`], the loadgen library's) and how
 /// an https:// target is verified.
 #[derive(Debug, clap::Args)]
@@ -265,19 +357,6 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         paths.extend(tls.tls_ca.clone().map(|p| NamedPath::input("--tls-ca", p)));
         check_distinct(&paths)?;
     }
-    // The summary within `ulimit -f`, before anything is read or asked (trial of issue 39's
-    // leftovers, finding 4; the request count is not known up front: the run has a duration).
-    if flags.result_dir.is_some() {
-        crate::fsize::check(
-            &[crate::fsize::Planned::between(
-                "--result-dir's summary.json",
-                crate::fsize::REPLAY_SUMMARY_BYTES,
-                crate::fsize::REPLAY_SUMMARY_UPPER_BYTES,
-            )],
-            crate::fsize::limit(),
-        )
-        .map_err(anyhow::Error::msg)?;
-    }
     // More lanes than this process can hold: refused before the traces load (issue 39 §2:
     // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
     // The trace files' read room counted with the lanes, so "N fits" holds with them (trial
@@ -294,6 +373,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         (None, Some(shape)) => synthetic_bytes(shape, flags.random_seed, flags.num_dataset_entries),
         (None, None) => (0, inferbench_loadgen::agentic::LaneLoad::NONE),
     };
+    // Every file of --result-dir within `ulimit -f`, before anything is asked (trial of issue
+    // 39's leftovers, finding 4; issue 39, files, ingest and hints, 2: only the summary was
+    // counted). The records files and the scrapes grow with the run's duration, not known up
+    // front: they are bounded at run time (`ReplayOptions::records_room`, the scrapes thinned)
+    // and planned at what the run needs to measure at all.
+    if flags.result_dir.is_some() {
+        crate::fsize::check(&planned_files(&flags, lane), crate::fsize::limit())
+            .map_err(anyhow::Error::msg)?;
+    }
     let need = crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),

@@ -267,6 +267,16 @@ impl ReplayFlags {
                 )?)
             },
             clock: inferbench_client::ClockSource::System,
+            // The records files and the scrapes of --result-dir within `ulimit -f` (issue 39,
+            // files, ingest and hints, 2): bounded at run time, their size not known up front.
+            records_room: (self.result_dir.as_ref().and(crate::fsize::limit())).map(|bytes| {
+                inferbench_loadgen::agentic::RecordsRoom {
+                    bytes,
+                    line_bytes: crate::fsize::RECORD_UPPER_BYTES,
+                    line_bytes_per_token: crate::fsize::RECORD_UPPER_BYTES_PER_TOKEN,
+                }
+            }),
+            server_metrics_max_bytes: self.result_dir.as_ref().and(crate::fsize::limit()),
         })
     }
 }

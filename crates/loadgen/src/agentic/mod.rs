@@ -12,7 +12,7 @@ pub use overhead::TemplateOverhead;
 pub use plan::{counted_traces, lane_load, LaneLoad, PlanReq, TreePlan};
 pub use run::{
     measured, replay_end, replay_summary, run_replay, run_replay_adaptive, theoretical_hit_rate,
-    write_artifacts, ReplayOptions, ReplayOutcome, ReplayStop,
+    write_artifacts, RecordsRoom, ReplayOptions, ReplayOutcome, ReplayStop,
 };
 pub use sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler, Ticket};
 

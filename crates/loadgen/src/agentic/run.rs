@@ -89,6 +89,30 @@ pub struct ReplayOptions {
     /// Where the replay reads time (not a flag): [`ClockSource::System`] for every real
     /// replay; tests pass [`ClockSource::Tokio`] under a paused runtime.
     pub clock: ClockSource,
+    /// The file-size room of the records files (`requests.jsonl` and AIPerf's
+    /// `profile_export.jsonl`, a line per record each), set from `ulimit -f` by the CLI (not a
+    /// flag); `None`: unbounded. The replay's request count is not known up front (it runs for
+    /// a duration), so the files are bounded instead: the profile ends early, as at its
+    /// duration and with a note, once the lines written and the most requests in flight at
+    /// once could no longer fit (issue 39, files, ingest and hints, 2).
+    pub records_room: Option<RecordsRoom>,
+    /// The most bytes `server_metrics.jsonl` may hold (the file-size limit; `None`: all the
+    /// scrapes): past it the scrapes are thinned evenly to fit
+    /// (`inferbench_telemetry::scrape::write_jsonl_within`), as `bench`'s are.
+    pub server_metrics_max_bytes: Option<u64>,
+}
+
+/// How much a replay's records files may hold ([`ReplayOptions::records_room`]), and the most
+/// bytes one record's line takes in either of them (as estimated by the caller: a fixed part
+/// and a part per output token; a request's output tokens are at most its trace's `out`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordsRoom {
+    /// Bytes each records file may hold.
+    pub bytes: u64,
+    /// Bytes of one record's line at most, before its output tokens.
+    pub line_bytes: u64,
+    /// Bytes per output token of one record's line at most.
+    pub line_bytes_per_token: u64,
 }
 
 impl ReplayOptions {
@@ -131,6 +155,8 @@ impl Default for ReplayOptions {
             progress: ProgressMode::Off,
             server_metrics_interval: Some(Duration::from_secs(1)),
             clock: ClockSource::System,
+            records_room: None,
+            server_metrics_max_bytes: None,
         }
     }
 }
@@ -171,6 +197,9 @@ pub struct ReplayOutcome {
     /// The early stop's tolerance when the replay ran under it ([`run_replay_adaptive`]), and
     /// whether it ended the replay before its duration.
     pub early_stop: Option<(f64, bool)>,
+    /// [`ReplayOptions::server_metrics_max_bytes`], which [`write_artifacts`] writes the
+    /// scrapes within.
+    pub server_metrics_max_bytes: Option<u64>,
 }
 
 /// How a replay ended.
@@ -261,9 +290,27 @@ pub async fn run_replay_adaptive(
     let mut st = LoopState::new(u64::from(opts.sched.lanes).max(10));
     st.early_rule = early_stop.map(|r| r.with_duration(opts.sched.duration_ns));
     st.notes.append(&mut probe_notes);
+    st.anchor_unix_ns = anchor_unix_ns;
+    st.count_lines = opts.records_room.is_some();
+    // A line per request in flight at most at once, each of the traces' longest output.
+    let room = opts.records_room.map(|r| {
+        let out = (traces.iter())
+            .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
+            .map(|q| u64::from(q.output_tokens))
+            .max()
+            .unwrap_or(0);
+        let line = r
+            .line_bytes
+            .saturating_add(out.saturating_mul(r.line_bytes_per_token));
+        let in_flight = u64::from(opts.sched.lanes).saturating_mul(per_lane);
+        (r.bytes, line.saturating_mul(in_flight))
+    });
 
     loop {
         let now = clock.now_ns();
+        if let Some((bytes, reserve)) = room {
+            st.room_check(bytes, reserve, &mut sched, now);
+        }
         let was_warmup = sched.phase() == RunPhase::Warmup;
         let batch = if st.stop == ReplayStop::Completed {
             sched.poll(now)
@@ -361,6 +408,7 @@ pub async fn run_replay_adaptive(
         template_overhead: overhead,
         records_write_error,
         early_stop: early_stop.map(|r| (r.tolerance, st.early_stopped)),
+        server_metrics_max_bytes: opts.server_metrics_max_bytes,
     })
 }
 
@@ -588,6 +636,15 @@ struct LoopState {
     early_stopped: bool,
     /// The early-stop rule, `None` without `sweep --adaptive`.
     early_rule: Option<crate::early_stop::AgenticEarlyStop>,
+    /// Bytes of the records files' lines so far (`requests.jsonl`'s and
+    /// `profile_export.jsonl`'s, the larger), counted only under a records room.
+    records_bytes: u64,
+    /// Whether the records room ended the profile.
+    room_stopped: bool,
+    /// Unix ns of the run clock's zero (the AIPerf lines' times).
+    anchor_unix_ns: u64,
+    /// Whether to count the records' lines (a records room is set).
+    count_lines: bool,
 }
 
 impl LoopState {
@@ -607,7 +664,34 @@ impl LoopState {
             first_profile_send: None,
             early_stopped: false,
             early_rule: None,
+            records_bytes: 0,
+            room_stopped: false,
+            anchor_unix_ns: 0,
+            count_lines: false,
         }
+    }
+
+    /// The records room ([`ReplayOptions::records_room`]): once the lines written
+    /// (`records_bytes`) and `reserve` (the lines of the most requests in flight at once)
+    /// would pass `bytes`, the profile ends at `now` as at its duration, with a note (once,
+    /// while profiling: the warmup is within the room by the caller's check).
+    fn room_check(&mut self, bytes: u64, reserve: u64, sched: &mut Scheduler, now: u64) {
+        if self.room_stopped
+            || self.stop != ReplayStop::Completed
+            || sched.phase() != RunPhase::Profile
+            || self.records_bytes.saturating_add(reserve) <= bytes
+        {
+            return;
+        }
+        sched.end_profile_at(now);
+        self.room_stopped = true;
+        self.notes.push(format!(
+            "the records files (requests.jsonl, profile_export.jsonl) reached what the \
+             file-size limit `ulimit -f` leaves them ({} of {bytes} bytes, with {reserve} kept \
+             for the requests in flight): the profile ended early, as at its duration, and every \
+             file is whole (raise `ulimit -f` for the whole duration)",
+            self.records_bytes
+        ));
     }
 
     /// Follows the scheduler's phase at `now` (run clock, ns): the profiling window closes
@@ -678,6 +762,14 @@ impl LoopState {
         sched.complete(ticket, rec.end_ns.max(rec.sent_ns), outcome);
         if rec.phase == Phase::Profile && !cut {
             self.early_stop_check(&rec, sched);
+        }
+        if self.count_lines {
+            let saved = serde_json::to_vec(&rec).map_or(0, |v| v.len() as u64 + 1);
+            let aiperf = super::aiperf::profile_export_line(&rec, self.anchor_unix_ns)
+                .to_string()
+                .len() as u64
+                + 1;
+            self.records_bytes = self.records_bytes.saturating_add(saved.max(aiperf));
         }
         let _ = rec_tx.send(rec);
         let (done, failed) = (self.profile_done, self.profile_failed);
@@ -1169,8 +1261,12 @@ pub fn write_artifacts(
         // time series for agentic points, so the run page could not show why one sits where it
         // does; the AIPerf export holds only window summaries).
         let path = result_dir.join("server_metrics.jsonl");
-        inferbench_telemetry::scrape::write_jsonl(&path, &out.server_snapshots)
-            .with_context(|| format!("writing {}", path.display()))?;
+        inferbench_telemetry::scrape::write_jsonl_within(
+            &path,
+            &out.server_snapshots,
+            out.server_metrics_max_bytes,
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
         let export =
             aiperf::server_metrics_export(&out.server_snapshots, window.0, window.1, Some(1.0));
         aiperf::write_server_metrics_export(
@@ -1288,6 +1384,42 @@ mod tests {
                 assert_eq!(sched.phase(), RunPhase::Profile);
             }
         }
+    }
+
+    /// Issue 39 (files, ingest and hints), 2: the records room ends the profile, as its
+    /// duration would (the next poll finds it ended), once the lines written and the reserve
+    /// for the requests in flight would pass the room: not at 900 + 100 of 1,000 bytes, at 901;
+    /// once, with a note giving the counts. Never during the warmup, nor once the replay is
+    /// stopping for another reason.
+    #[test]
+    fn the_records_room_ends_the_profile_before_the_files_pass_it() {
+        let (mut sched, now) = profiling_scheduler();
+        let mut st = LoopState::new(10);
+        st.records_bytes = 900;
+        st.room_check(1000, 100, &mut sched, now);
+        assert!(!st.room_stopped);
+        assert_eq!(sched.phase(), RunPhase::Profile);
+        st.records_bytes = 901;
+        st.room_check(1000, 100, &mut sched, now);
+        assert!(st.room_stopped);
+        assert!(sched.poll(now).is_empty());
+        assert_eq!(sched.phase(), RunPhase::Ended);
+        st.room_check(1000, 100, &mut sched, now);
+        assert_eq!(
+            st.notes,
+            [
+                "the records files (requests.jsonl, profile_export.jsonl) reached what the \
+              file-size limit `ulimit -f` leaves them (901 of 1000 bytes, with 100 kept for the \
+              requests in flight): the profile ended early, as at its duration, and every file \
+              is whole (raise `ulimit -f` for the whole duration)"
+            ]
+        );
+        let (mut sched, now) = profiling_scheduler();
+        let mut st = LoopState::new(10);
+        st.records_bytes = 5000;
+        st.stop = ReplayStop::Interrupted;
+        st.room_check(1000, 100, &mut sched, now);
+        assert!(!st.room_stopped && st.notes.is_empty());
     }
 
     /// Issue 39 §3: a prompt whose synthesis fails mid-run is a failed record with its cause,

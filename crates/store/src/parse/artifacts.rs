@@ -142,9 +142,9 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
     let zst = dir.join("requests.jsonl.zst");
     let plain = dir.join("requests.jsonl");
     if zst.is_file() {
-        read_requests_or_mark(&zst, &mut pt, &mut run.warnings, false)?;
+        read_requests_or_mark(&zst, &mut pt, &mut run.warnings)?;
     } else if plain.is_file() {
-        read_requests_or_mark(&plain, &mut pt, &mut run.warnings, false)?;
+        read_requests_or_mark(&plain, &mut pt, &mut run.warnings)?;
     }
 
     // Power and server metrics.

@@ -59,11 +59,11 @@ pub(super) fn read_requests(path: &Path, pt: &mut PointData) -> Result<(), Strin
 /// profile records than the summary counts (`completed` + `inferbench.failed`, already in
 /// `pt.metrics`: a file cut at a line boundary, or one whose broken last line was dropped) is
 /// incomplete too: its records are stored, the point marked failed, and the warning gives both
-/// counts (issue 39, fresh tester: 1,898 records stored against 6,000 completed, silently);
-/// checked only with `check_count` (a result's `--save-requests` file; a point directory's
-/// `requests.jsonl` is not checked yet: the store's `sweep-h200/conc16` fixture keeps 5 sample
-/// records of its 159 completed). A record of a newer layout still refuses the unit (a newer
-/// inferbench reads it).
+/// counts (issue 39, fresh tester: 1,898 records stored against 6,000 completed, silently).
+/// One check for every records file: a result's `--save-requests` file and a point
+/// directory's `requests.jsonl[.zst]` (a sweep's point, a replay's `--result-dir`) alike
+/// (issue 39, files, ingest and hints, 3: point directories were not checked). A record of a
+/// newer layout still refuses the unit (a newer inferbench reads it).
 ///
 /// # Errors
 /// [`read_requests`]'s error for a record of a newer layout.
@@ -71,10 +71,8 @@ pub(super) fn read_requests_or_mark(
     path: &Path,
     pt: &mut PointData,
     warnings: &mut Vec<String>,
-    check_count: bool,
 ) -> Result<(), String> {
     let (cause, warning) = match read_requests(path, pt) {
-        Ok(()) if !check_count => return Ok(()),
         Ok(()) => {
             let (Some(have), Some(want)) = (
                 pt.requests.as_ref().map(|b| b.n_profile),
@@ -369,7 +367,7 @@ mod tests {
         // 5 of 7 (6 completed + 1 failed), 2 warmups beside: short.
         std::fs::write(&p, format!("{warm}{warm}{}{bad}", ok.repeat(4))).unwrap();
         let (mut pt, mut w) = (point(), Vec::new());
-        read_requests_or_mark(&p, &mut pt, &mut w, true).unwrap();
+        read_requests_or_mark(&p, &mut pt, &mut w).unwrap();
         assert!(pt.records_incomplete);
         assert_eq!(
             pt.error.as_deref(),
@@ -393,7 +391,7 @@ mod tests {
         // All 7: complete.
         std::fs::write(&p, format!("{warm}{}{bad}", ok.repeat(6))).unwrap();
         let (mut pt, mut w) = (point(), Vec::new());
-        read_requests_or_mark(&p, &mut pt, &mut w, true).unwrap();
+        read_requests_or_mark(&p, &mut pt, &mut w).unwrap();
         assert!(
             !pt.records_incomplete && pt.error.is_none() && w.is_empty(),
             "{w:?}"
@@ -401,7 +399,7 @@ mod tests {
         // A broken last line: unreadable, as before, and marked the same way.
         std::fs::write(&p, format!("{}{{\"phase\":", ok.repeat(6))).unwrap();
         let (mut pt, mut w) = (point(), Vec::new());
-        read_requests_or_mark(&p, &mut pt, &mut w, true).unwrap();
+        read_requests_or_mark(&p, &mut pt, &mut w).unwrap();
         assert!(pt.records_incomplete && pt.requests.is_none());
         assert!(w[0].contains("incomplete or unreadable"), "{w:?}");
     }

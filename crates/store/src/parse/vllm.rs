@@ -74,7 +74,7 @@ impl Importer for SaveResult {
             .map(|f| path.parent().unwrap_or(Path::new(".")).join(f))
             .filter(|f| f.is_file());
         if let Some(f) = records {
-            read_requests_or_mark(&f, &mut pt, &mut run.warnings, true)?;
+            read_requests_or_mark(&f, &mut pt, &mut run.warnings)?;
         }
         // The side files `bench` wrote beside it, stored as a point directory's are.
         for (kind, side) in result_side_files(path) {

@@ -11,17 +11,21 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Copies the fixture tree into a temp dir and adds a `requests.jsonl.zst` to the conc4 point
-/// (10 profile records: sent 0, last token at (i+1)·100 ms, 10 tokens each).
+/// Copies the fixture tree into a temp dir and adds a `requests.jsonl.zst` to the conc4 point:
+/// as many profile records as its summary's 40 completed (a records file shorter than its
+/// summary fails the point: issue 39, files, ingest and hints, 3), four times the same 10 (sent
+/// 0, last token at (k+1)·100 ms, 10 tokens each, k = i mod 10: their percentiles are those of
+/// the 10).
 pub fn fixture_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&fixtures(), dir.path());
     let mut jsonl = String::new();
-    for i in 0..10u64 {
+    for i in 0..40u64 {
+        let k = i % 10;
         jsonl.push_str(&format!(
             "{{\"request_id\":{i},\"phase\":\"profile\",\"success\":true,\"scheduled_ns\":0,\"sent_ns\":0,\"first_token_ns\":50000000,\"last_token_ns\":{},\"end_ns\":{},\"prompt_tokens\":1024,\"prompt_tokens_client\":1024,\"completion_tokens\":10,\"completion_tokens_source\":\"server\"}}\n",
-            (i + 1) * 100_000_000,
-            (i + 1) * 100_000_000 + 10
+            (k + 1) * 100_000_000,
+            (k + 1) * 100_000_000 + 10
         ));
     }
     let z = zstd::encode_all(jsonl.as_bytes(), 3).unwrap();
