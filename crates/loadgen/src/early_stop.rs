@@ -54,8 +54,14 @@
 //!     at the full count (steady requests weighed up to fill it), with every drain request
 //!     below, or every one above, all others.
 //!   - drift, added to both: a steady state still moving (the batch means' least-squares
-//!     slope, per round) would move the full protocol's mean over the rounds it has beyond the
-//!     point's by half the slope times those rounds; so a point still drifting does not stop.
+//!     slope, per round: [`drift_bias`]) would move the full protocol's mean over the rounds it
+//!     has beyond the point's by half the slope times those rounds; so a point still drifting
+//!     does not stop.
+//!   - relaxation, added to both (2026-12-08): the steady rounds right after the first still
+//!     relax toward the later level (on the real sim rounds 1–3 run 1–5 % slow at conc ≥ 64,
+//!     decaying, which a straight trend under-reads); the steady batches' mean against their
+//!     last batch (the level reached), weighed by how much more of the point's steady rounds
+//!     than of the full protocol's they make ([`relaxation_bias`]).
 //!
 //! It is checked from [`EarlyStop::min_prompts`] completions on, every
 //! [`EarlyStop::check_every`] completions (the caller counts), and needs every first-round
