@@ -24,6 +24,10 @@
 //!   claim; the profile GPU-seconds of the points of the order (each point's `status.json`
 //!   `gpu_seconds` less the profile time its stop saves × TP) alone and pooled.
 //!
+//! - the relaxation after the first round (issue 43, 2026-12-08): each round's throughput per
+//!   user (tokens over summed E2EL) and median TPOT, rounds by request id, against the later
+//!   level (the mean of rounds 4–8), at conc ≥ 8.
+//!
 //! Run: `cargo run -p inferbench-loadgen --example early_stop_records -- DIR [TOLERANCE]
 //! [--order SWEEP_JSON]`.
 
@@ -73,6 +77,7 @@ fn main() -> anyhow::Result<()> {
     println!("|---:|---:|---|---|---:|---|---|---|");
     let mut drains = Vec::new();
     let mut profile_share = Vec::new();
+    let mut relax = Vec::new();
     for (tp, conc, p) in &points {
         let records = read_records(p)?;
         let summary: serde_json::Value =
@@ -160,6 +165,9 @@ fn main() -> anyhow::Result<()> {
             show(new.map(|x| x.0))
         );
         drains.push((*tp, *conc, drain(&profile, c)));
+        if *conc >= 8 {
+            relax.push((*tp, *conc, relaxation(&samples, c)));
+        }
     }
     println!(
         "\nprofile time (modelled s) if each point ran under the rule without / with the factor, of the full \
@@ -200,7 +208,48 @@ fn main() -> anyhow::Result<()> {
             d.need_se
         );
     }
+    println!(
+        "\nrelaxation: each round's throughput per user / median TPOT against rounds 4–8's mean, %"
+    );
+    println!("| TP | conc | rounds 0–9: throughput per user | rounds 0–9: median TPOT |");
+    println!("|---:|---:|---|---|");
+    for (tp, conc, r) in relax {
+        let show = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:+.1}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match r {
+            Some((rate, tpot)) => println!("| {tp} | {conc} | {} | {} |", show(&rate), show(&tpot)),
+            None => println!("| {tp} | {conc} | fewer than 9 rounds | |"),
+        }
+    }
     Ok(())
+}
+
+/// Each round's (ids `k·c..(k+1)·c`) throughput per user and median TPOT of `samples` relative
+/// to the mean of rounds 4–8 (%); `None` with fewer than 9 rounds or an empty one.
+fn relaxation(samples: &[Sample], c: u64) -> Option<(Vec<f64>, Vec<f64>)> {
+    let mut rounds: std::collections::BTreeMap<u64, Vec<&Sample>> = Default::default();
+    for s in samples {
+        rounds.entry(s.id / c).or_default().push(s);
+    }
+    let (mut rate, mut tpot) = (Vec::new(), Vec::new());
+    for v in rounds.values() {
+        let e2el_s: f64 = v.iter().map(|x| x.e2el_ms).sum::<f64>() / 1e3;
+        rate.push(v.iter().map(|x| x.tokens).sum::<f64>() / e2el_s);
+        let t: Vec<f64> = v.iter().map(|x| x.tpot_ms).collect();
+        tpot.push(inferbench_core::metrics::median(&t)?);
+    }
+    if rate.len() < 9 {
+        return None;
+    }
+    let rel = |v: Vec<f64>| {
+        let later = v.iter().skip(4).take(5).sum::<f64>() / 5.0;
+        v.iter().map(|x| (x / later - 1.0) * 100.0).collect()
+    };
+    Some((rel(rate), rel(tpot)))
 }
 
 /// What the point would have recorded had it stopped sending at `used` of `planned` prompts,

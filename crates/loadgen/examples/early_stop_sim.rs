@@ -4,7 +4,9 @@
 //! full protocol (10 × conc prompts), then points that stop sending after k × conc prompts and
 //! drain (k = 2, 3, 4, 6), then the early-stop rule (`inferbench_loadgen::early_stop`) at the
 //! tolerance given (default 0.02): median interactivity, throughput per GPU and GPU-seconds
-//! against the full protocol's. Run: `cargo run --release -p inferbench-loadgen --example
+//! against the full protocol's; then the relaxation after the first round (issue 43,
+//! 2026-12-08): each round's throughput per user (tokens over summed E2EL) and median TPOT,
+//! rounds by request id, against the later level (the mean of rounds 4–8). Run: `cargo run --release -p inferbench-loadgen --example
 //! early_stop_sim [TOLERANCE]`.
 
 use inferbench_loadgen::early_stop::{EarlyStop, Sample};
@@ -49,6 +51,7 @@ fn main() {
         .unwrap_or(0.02);
     println!("| TP | conc | full: x, y, GPU-s | first / steady / last round E2EL, ms | k = 2 | k = 3 | k = 4 | k = 6 | rule at {} %: prompts, x, y, GPU-s |", tol * 100.0);
     println!("|---:|---:|---|---|---|---|---|---|---|");
+    let mut relax = Vec::new();
     for tp in [1u32, 2] {
         let cfg = SimConfig {
             tp,
@@ -105,6 +108,40 @@ fn main() {
                 p.busy_s / full.busy_s * 100.0
             );
             println!("{row}");
+            relax.push((tp, conc, relaxation(&by_id, c)));
         }
     }
+    println!(
+        "\nrelaxation: each round's throughput per user / median TPOT against rounds 4–8's mean, %"
+    );
+    println!("| TP | conc | rounds 0–9: throughput per user | rounds 0–9: median TPOT |");
+    println!("|---:|---:|---|---|");
+    for (tp, conc, (rate, tpot)) in relax {
+        let show = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:+.2}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        println!("| {tp} | {conc} | {} | {} |", show(&rate), show(&tpot));
+    }
+}
+
+/// Each round's (ids `k·c..(k+1)·c`) throughput per user and median TPOT relative to the mean
+/// of rounds 4–8 (%), of a full protocol's requests ordered by id.
+fn relaxation(by_id: &[LoopRequest], c: u64) -> (Vec<f64>, Vec<f64>) {
+    let (mut rate, mut tpot) = (Vec::new(), Vec::new());
+    for round in by_id.chunks(c as usize) {
+        let s: Vec<Sample> = round.iter().map(sample).collect();
+        let e2el_s: f64 = s.iter().map(|x| x.e2el_ms).sum::<f64>() / 1e3;
+        rate.push(s.iter().map(|x| x.tokens).sum::<f64>() / e2el_s);
+        let mut t: Vec<f64> = s.iter().map(|x| x.tpot_ms).collect();
+        t.sort_by(f64::total_cmp);
+        tpot.push(t[t.len() / 2]);
+    }
+    let rel = |v: Vec<f64>| {
+        let later = v.iter().skip(4).take(5).sum::<f64>() / 5.0;
+        v.iter().map(|x| (x / later - 1.0) * 100.0).collect()
+    };
+    (rel(rate), rel(tpot))
 }

@@ -268,6 +268,12 @@ fn closed_loop_point(
 /// noise is pooled with the plan's earlier points' (as the local executor's runner pools
 /// them): the same 457.3 GPU-s, every point stopping at the same count — the pooled noise is
 /// smaller at the early checks, but there the throughput's bias (first round and drift) binds.
+/// Since the drift term reads the batch means' slope per round (it had read it 10 / batches
+/// times too steep) and the bias has a relaxation term (2026-12-08): 425.0 GPU-s, 52.4 %, the
+/// same 14 points, frontier within 3 % over 100 % (worst gap 1.2 %); TP 1 conc 64 and 128 and
+/// TP 2 conc 16, 64 and 128 stop a round earlier. The engine's relaxation after the first
+/// round is under 0.6 % (`examples/early_stop_sim.rs`), so the relaxation term moves no stop
+/// here; the drift's scale does.
 /// Before the planner's false-knot rule the plan skipped TP 2's conc 32, TP 1's conc 16 became
 /// a knot of the drawn frontier and the measure failed (47.6 % within, worst gap 41 %). What a
 /// run on the real sim adds is noise (docs/performance.md).
@@ -312,7 +318,7 @@ fn the_issue_config_on_the_sims_closed_loop() {
     assert_eq!(order.len(), 14);
     assert_eq!(
         ((full_gs * 10.0).round(), (spent * 10.0).round()),
-        (8113.0, 4573.0)
+        (8113.0, 4250.0)
     );
 }
 
