@@ -1003,8 +1003,87 @@ fn a_duration_closed_loop_says_what_its_memory_check_cannot_know() {
     assert!(
         text.contains(
             "inferbench: warning: --duration 1 s with no --request-rate sends as many requests"
-        ) && text
-            .contains("; the address-space limit `ulimit -v` holds about 640 requests in all\n"),
+        ) && text.contains(
+            "; the address-space limit `ulimit -v` holds about 640 requests in all: the run \
+             stops sending after 640 requests, as at the end of its duration, and writes its \
+             summary\n"
+        ),
         "{text}"
     );
+}
+
+/// Issue 39: a `bench --duration` closed loop keeps every record (13 KiB each with
+/// `--save-detailed` at 256 output tokens) beyond the 160 its up-front check counted; under
+/// `ulimit -v 200000` against the instant sim it ran out of memory within a second (exit 1,
+/// no summary). It now stops sending when its records reach what the limit holds (the number
+/// its warning names), lets the requests in flight finish and ends as at its duration: exit
+/// 0, the summary, and the stop cause in the result (`inferbench.stopped_reason`) and on
+/// stderr; `stop_reason` stays `completed`.
+#[test]
+fn a_duration_closed_loop_stops_at_the_records_ulimit_v_holds() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (o, text) = under_ulimit_v(
+        "200000",
+        d,
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "64",
+            "--random-output-len",
+            "256",
+            "--num-warmups",
+            "0",
+            "--cache-bust",
+            "--duration",
+            "60",
+            "--max-concurrency",
+            "16",
+            "--save-detailed",
+            "--save-result",
+            "--result-filename",
+            "r.json",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let n: u64 = text
+        .split("the run stops sending after ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no bound in the warning: {text}"));
+    // More than the 160 the check counted, as many as 200000 KiB holds at 13 KiB each.
+    assert!(n > 160, "{text}");
+    let why = format!(
+        "stopped after {n} requests: the records kept would outgrow ulimit -v (200000 KiB)"
+    );
+    assert!(
+        text.contains(&format!(
+            "inferbench: warning: {why}; the run stopped sending there as at the end of its \
+             --duration (requests in flight finished) and its summary covers them\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Successful requests:                    {n:<10}\n"
+        )),
+        "{text}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["num_prompts"], n);
+    assert_eq!(r["completed"], n);
+    assert_eq!(r["inferbench"]["stopped_reason"], why.as_str());
+    assert_eq!(r["inferbench"]["stop_reason"], "completed");
+    // It stopped well before its 60 s.
+    assert!(r["duration"].as_f64().unwrap() < 50.0, "{r}");
 }

@@ -700,6 +700,7 @@ impl BenchFlags {
             clock: inferbench_client::ClockSource::System,
             early_stop: None,
             prompt_memory: None,
+            record_bound: None,
         })
     }
 }
