@@ -337,7 +337,11 @@ fn main() {
     if cli.command.long_running() {
         limits::raise_open_files();
         limits::cap_arenas_under_address_limit();
-        pool = limits::start_prompt_pool();
+        // `serve` prepares no prompts: no pool, so that its own memory check at start is the
+        // first to judge `ulimit -v` and names the value that fits (issue 39).
+        if !matches!(cli.command, Command::Serve(_)) {
+            pool = limits::start_prompt_pool();
+        }
     }
     // The out-of-memory net names the subcommand's own flags (issue 39's leftovers, 1); `bench`
     // and `eval` set theirs once their flags are read.
