@@ -267,6 +267,7 @@ impl ReplayFlags {
                 )?)
             },
             clock: inferbench_client::ClockSource::System,
+            record_bound: None,
         })
     }
 }
@@ -276,6 +277,14 @@ pub struct PreparedReplay {
     opts: ReplayOptions,
     traces: Arc<Vec<Trace>>,
     prompter: Arc<Prompter>,
+}
+
+impl PreparedReplay {
+    /// Sets the replay's record bound ([`ReplayOptions::record_bound`]: the CLI's, from
+    /// `ulimit -v` once the lanes' need is known).
+    pub fn set_record_bound(&mut self, bound: Option<inferbench_loadgen::options::RecordBound>) {
+        self.opts.record_bound = bound;
+    }
 }
 
 impl ReplayFlags {

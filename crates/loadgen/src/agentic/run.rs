@@ -89,6 +89,12 @@ pub struct ReplayOptions {
     /// Where the replay reads time (not a flag): [`ClockSource::System`] for every real
     /// replay; tests pass [`ClockSource::Tokio`] under a paused runtime.
     pub clock: ClockSource,
+    /// The most records the replay keeps before its profile ends (issue 39: a replay keeps
+    /// every record until its summary, as many as the server answers in its duration; the CLI
+    /// derives the bound from `ulimit -v`): reached in the profile, the profile ends there as
+    /// at the end of its duration (requests in flight get the grace), with a note and
+    /// `inferbench.stopped_reason`. Not a flag; `None`: not bounded.
+    pub record_bound: Option<crate::options::RecordBound>,
 }
 
 impl ReplayOptions {
@@ -131,6 +137,7 @@ impl Default for ReplayOptions {
             progress: ProgressMode::Off,
             server_metrics_interval: Some(Duration::from_secs(1)),
             clock: ClockSource::System,
+            record_bound: None,
         }
     }
 }
@@ -150,6 +157,9 @@ pub struct ReplayOutcome {
     pub stats: SchedStats,
     /// Why it stopped.
     pub stop: ReplayStop,
+    /// Why the profile ended before its duration when the record bound ended it
+    /// ([`ReplayOptions::record_bound`]): "stopped after N requests: …".
+    pub stopped_reason: Option<String>,
     /// Problems worth printing; the stop note among them.
     pub notes: Vec<String>,
     /// The note on why the replay stopped when it did not complete (interrupted, the failure
@@ -354,6 +364,7 @@ pub async fn run_replay_adaptive(
         anchor_unix_ns,
         stats: sched.stats().clone(),
         stop: st.stop,
+        stopped_reason: st.bounded,
         notes,
         stop_note,
         server_snapshots,
@@ -588,6 +599,10 @@ struct LoopState {
     early_stopped: bool,
     /// The early-stop rule, `None` without `sweep --adaptive`.
     early_rule: Option<crate::early_stop::AgenticEarlyStop>,
+    /// Records handed to the collector (every phase), against the record bound.
+    kept: u64,
+    /// The record bound ended the profile: its reason.
+    bounded: Option<String>,
 }
 
 impl LoopState {
@@ -607,6 +622,8 @@ impl LoopState {
             first_profile_send: None,
             early_stopped: false,
             early_rule: None,
+            kept: 0,
+            bounded: None,
         }
     }
 
@@ -679,7 +696,10 @@ impl LoopState {
         if rec.phase == Phase::Profile && !cut {
             self.early_stop_check(&rec, sched);
         }
+        let end = rec.end_ns.max(rec.sent_ns);
         let _ = rec_tx.send(rec);
+        self.kept += 1;
+        self.record_bound_check(opts, sched, end);
         let (done, failed) = (self.profile_done, self.profile_failed);
         if self.stop == ReplayStop::Completed
             && done >= self.arm_after
@@ -699,6 +719,28 @@ impl LoopState {
 }
 
 impl LoopState {
+    /// The record bound ([`ReplayOptions::record_bound`]): once the records kept reach it in
+    /// the profile, the profile ends at `now` as at its duration, once, with a note.
+    fn record_bound_check(&mut self, opts: &ReplayOptions, sched: &mut Scheduler, now: u64) {
+        let Some(b) = opts.record_bound else {
+            return;
+        };
+        if self.bounded.is_some()
+            || self.kept < b.records
+            || self.stop != ReplayStop::Completed
+            || sched.phase() != RunPhase::Profile
+        {
+            return;
+        }
+        sched.end_profile_at(now);
+        let why = b.reason(self.kept);
+        self.notes.push(format!(
+            "warning: {why}; the replay ended there as at the end of its --benchmark-duration \
+             (requests in flight got the grace) and its summary covers them"
+        ));
+        self.bounded = Some(why);
+    }
+
     /// `sweep --adaptive`'s AgentX early stop (issue 43): takes the finished profile request
     /// `rec` (not cut by the run) as a sample and, when a check is due (at least 900 s after the
     /// first profile send) and the p90 E2E-normalized interactivity is known, ends the profile
@@ -1005,6 +1047,7 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         s.inferbench.adaptive_tolerance = Some(tolerance);
         s.inferbench.prompts_used = Some(ctx.num_prompts);
     }
+    s.inferbench.stopped_reason = out.stopped_reason.clone();
     if !interrupted && never_reached(out, s.completed) {
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
