@@ -991,3 +991,72 @@ fn run_search(
         SearchEnd::Stopped => ExitStatus::Failed,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferbench_loadgen::options::{MemoryBound, MemoryBudget, RecordBound};
+
+    fn limits(bytes: u64, bound: MemoryBound) -> crate::limits::Limits {
+        crate::limits::Limits {
+            open_files: 1 << 20,
+            open_files_hard: 1 << 20,
+            memory: Some(MemoryBudget { bytes, bound }),
+            threads: 6,
+            base: crate::limits::base_bytes(2, 4),
+            inherited_files: 0,
+        }
+    }
+
+    /// Issue 39: a closed-loop `--duration` run under `ulimit -v` may keep the records its
+    /// check counted (160: --num-prompts 10 × 16) and as many more as the room left holds at
+    /// 13 KiB each (1 KiB + 256 tokens × 48 bytes with --save-detailed); a count run, or the
+    /// machine's memory as the budget with no `ulimit -v`, has no bound.
+    #[test]
+    fn a_duration_run_keeps_what_the_address_space_limit_holds() {
+        let opts = BenchOptions {
+            max_concurrency: Some(16),
+            num_warmups: Some(0),
+            random_input_len: 64,
+            random_output_len: 256,
+            duration: Some(std::time::Duration::from_secs(60)),
+            save_detailed: true,
+            ..Default::default()
+        };
+        assert_eq!(duration_record_bytes(&opts), 1024 + 256 * 48);
+        let need = crate::limits::bench_need(&opts)
+            .unwrap()
+            .memory(crate::limits::base_bytes(2, 4));
+        let limit = need + 100 * 13_312 + 13_311;
+        assert_eq!(
+            record_bound(&opts, &limits(limit, MemoryBound::AddressSpace), 0),
+            Some(RecordBound {
+                records: 160 + 100,
+                limit_bytes: limit
+            })
+        );
+        // What the check counted besides (a tokenizer, a dataset) is left out of the room.
+        assert_eq!(
+            record_bound(&opts, &limits(limit, MemoryBound::AddressSpace), 13_312)
+                .map(|b| b.records),
+            Some(160 + 99)
+        );
+        let count = BenchOptions {
+            duration: None,
+            ..opts.clone()
+        };
+        assert_eq!(
+            record_bound(&count, &limits(limit, MemoryBound::AddressSpace), 0),
+            None
+        );
+        let e = RecordBound {
+            records: 260,
+            limit_bytes: 200_000 << 10,
+        }
+        .reason(260);
+        assert_eq!(
+            e,
+            "stopped after 260 requests: the records kept would outgrow ulimit -v (200000 KiB)"
+        );
+    }
+}
