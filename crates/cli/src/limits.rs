@@ -856,14 +856,25 @@ pub fn refuse_tokenizer(spec: &str, need: &Need, limits: &Limits) -> anyhow::Res
 /// the count is an upper estimate.
 pub const SELFTEST_MAX_TOKENS_PER_CPU_SECOND: u64 = 4_000_000;
 
+/// The most requests one client CPU second completes, for `selftest`'s request count at short
+/// outputs: 100,000 (10 µs of CPU a request: its write and read system calls alone take about
+/// that), over 5× the 19,342 req/CPU-s a debug build measured at `--tokens 1` (2026-12-08, the
+/// instant sim, conc 64). Without it `--tokens 16` planned 250,002 requests for 1 s (4 M
+/// tokens / 16), 244 MiB of records, where a debug build sends about 11,000.
+pub const SELFTEST_MAX_REQUESTS_PER_CPU_SECOND: u64 = 100_000;
+
 /// What `selftest --concurrency LIST` asks: its largest level's streams, and (issue 39, second
 /// round, finding 4: `ulimit -v` 184000 KiB passed the check, then ran out of memory midway)
 /// the records one level keeps, which grow with its `duration` (seconds): at most `duration`
-/// × `threads` × [`SELFTEST_MAX_TOKENS_PER_CPU_SECOND`] / `tokens` requests, plus one per
-/// stream finishing, each [`REQUEST_BYTES`] and its ITL gaps (8 bytes a token up to
+/// × `threads` × the smaller of [`SELFTEST_MAX_TOKENS_PER_CPU_SECOND`] / `tokens` and
+/// [`SELFTEST_MAX_REQUESTS_PER_CPU_SECOND`] requests, plus one per stream finishing, each
+/// [`REQUEST_BYTES`] and its ITL gaps (8 bytes a token up to
 /// `inferbench_loadgen::kept::SPILL_VALUES` in all); each stream's output tokens in flight.
-/// Levels run one after another, so the largest decides. `None` for a list selftest itself
-/// refuses.
+/// Levels run one after another, so the largest decides. The count is an upper estimate, not
+/// what a level sends: a level is a closed loop over its duration, which sends as many
+/// requests as the client completes; under `ulimit -v` a level that reaches what the limit
+/// holds stops sending (`selftest`'s record bound), so an estimate below what a faster client
+/// sends cannot abort it. `None` for a list selftest itself refuses.
 pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -> Option<Need> {
     use inferbench_loadgen::options::limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN;
     let most = levels
@@ -877,7 +888,11 @@ pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -
         (duration.max(0.0) * threads.max(1) as f64 * SELFTEST_MAX_TOKENS_PER_CPU_SECOND as f64)
             .ceil()
             .min(u64::MAX as f64) as u64;
-    let requests = (streamed / tokens).saturating_add(most);
+    let by_requests =
+        (duration.max(0.0) * threads.max(1) as f64 * SELFTEST_MAX_REQUESTS_PER_CPU_SECOND as f64)
+            .ceil()
+            .min(u64::MAX as f64) as u64;
+    let requests = (streamed / tokens).min(by_requests).saturating_add(most);
     let gaps = requests
         .saturating_mul(tokens)
         .min(inferbench_loadgen::kept::SPILL_VALUES as u64);
@@ -1412,6 +1427,16 @@ mod tests {
                 uncapped: false,
                 lower: LOWER_SELFTEST,
             })
+        );
+        // Short outputs: 100,000 requests a CPU second at most, not 4 M / 16 = 250,000 (issue
+        // 39: 250,002 planned for 1 s at --tokens 16).
+        assert_eq!(
+            selftest_need("2", 1.0, 16, 1).map(|n| n.requests),
+            Some(100_000 + 2)
+        );
+        assert_eq!(
+            selftest_need("2", 1.0, 256, 1).map(|n| n.requests),
+            Some(15_625 + 2)
         );
         assert_eq!(selftest_need("64,x", 10.0, 256, 1), None);
         assert_eq!(selftest_need("", 10.0, 256, 1), None);

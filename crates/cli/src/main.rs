@@ -67,7 +67,7 @@ enum Command {
     Bench(Box<cmd::bench::BenchArgs>),
     /// Measure the client's own ceiling against a zero-latency server.
     #[command(
-        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT)."
+        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT); 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the level in flight cut, the levels before it printed, a --spawn-server server stopped). Under ulimit -v a level whose records reach what the limit holds stops sending early (said on stderr and in --json as stopped_reason; its rates cover the time it sent)."
     )]
     Selftest(crate::cmd::bench_flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
@@ -337,7 +337,11 @@ fn main() {
     if cli.command.long_running() {
         limits::raise_open_files();
         limits::cap_arenas_under_address_limit();
-        pool = limits::start_prompt_pool();
+        // `serve` prepares no prompts: no pool, so that its own memory check at start is the
+        // first to judge `ulimit -v` and names the value that fits (issue 39).
+        if !matches!(cli.command, Command::Serve(_)) {
+            pool = limits::start_prompt_pool();
+        }
     }
     // The out-of-memory net names the subcommand's own flags (issue 39's leftovers, 1); `bench`
     // and `eval` set theirs once their flags are read.
@@ -527,7 +531,8 @@ mod tests {
                 "eval",
                 codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),
             ),
-            ("selftest", codes(&[Ok, Failed, Usage])),
+            // The shutdown token (issue 39): Ctrl-C, SIGTERM, SIGHUP.
+            ("selftest", codes(&[Ok, Failed, Usage, Interrupted])),
             ("sim", codes(&[Ok, Failed, Usage, Interrupted])),
             ("quickstart", codes(&[Ok, Failed, Usage, Interrupted])),
             ("matrix", codes(&[Ok, Failed, Usage])),

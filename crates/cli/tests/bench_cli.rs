@@ -947,3 +947,80 @@ fn a_side_request_through_a_dead_proxy_names_the_proxy() {
         "{text}"
     );
 }
+
+/// Issue 39: `selftest` did not use the shutdown token: SIGTERM or SIGHUP to the selftest
+/// process alone killed it by the default action (exit 143 / 129) and left its
+/// `--spawn-server` server running. Each now cuts the level in flight, stops the server
+/// (killed and reaped) and exits 130; the server also gets the parent-death signal, so even
+/// SIGKILL leaves none. The spawned "sse-instant" here is a script that execs `inferbench sim
+/// --mode instant` on the port selftest gives it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_signal_to_selftest_stops_its_spawned_server_and_exits_130() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = TempDir::new("selftest-signal");
+    let srv = dir.0.join("srv.sh");
+    std::fs::write(
+        &srv,
+        format!(
+            "#!/bin/sh\n# sse-instant's flags: --coalesce --port N --threads T\nexec {BIN} sim \
+             --mode instant --served-model-name selftest --host 127.0.0.1 --port \"$3\" \
+             --threads \"$5\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&srv, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+            !s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+    };
+    for (sig, code) in [("TERM", Some(130)), ("HUP", Some(130)), ("KILL", None)] {
+        let mut child = Command::new(BIN)
+            .args(["selftest", "--spawn-server"])
+            .arg(&srv)
+            .args(["--concurrency", "4", "--duration", "60", "--tokens", "16"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        // Mid-run: the level has started against the spawned server.
+        while !line.contains("selftest: concurrency 4 for 60.0 s against") {
+            line.clear();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "selftest ended early"
+            );
+        }
+        let children =
+            std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+                .unwrap();
+        let server: u32 = children.trim().parse().expect("one spawned server");
+        assert!(alive(server));
+        common::signal(child.id(), sig);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), code, "SIGTERM/SIGHUP: 130; SIGKILL: no code");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        if code.is_some() {
+            assert!(
+                rest.contains(&format!(
+                    "selftest: interrupted; stopping (and its spawned server) (on SIG{sig})\n"
+                )),
+                "{rest}"
+            );
+        }
+        // The server stops (its own graceful stop may take a moment after the signal).
+        let t0 = std::time::Instant::now();
+        while alive(server) && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if alive(server) {
+            let _ = Command::new("kill").arg(server.to_string()).status();
+            panic!("SIG{sig}: the spawned server {server} was left running");
+        }
+    }
+}

@@ -918,6 +918,50 @@ fn a_large_trace_file_under_ulimit_v_is_read_a_batch_at_a_time() {
     );
 }
 
+/// Issue 39: `replay` counting a 54 MB trace file of 450,000 small traces under `ulimit -v
+/// 150000` ran out of memory while counting (exit 2 from the out-of-memory net, naming no value
+/// that fits): the counting pass kept every trace's id and origin to find duplicates. It keeps
+/// no per-trace state now (a duplicate is counted as a trace, and the load refuses or skips
+/// it), and counts what the load's duplicate check holds, so a 36 MB file of 300,000 traces
+/// (generated, deleted after) is refused before any request naming the `ulimit -v` that lets
+/// the run start, and at that value the replay gets past its load (exit 3 against a closed
+/// port).
+#[test]
+fn counting_a_trace_file_of_many_small_traces_runs_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.jsonl");
+    {
+        use std::io::Write as _;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        for i in 0..300_000 {
+            writeln!(
+                f,
+                "{{\"id\":\"trace-{i:08}\",\"block_size\":64,\"requests\":[{{\"t\":0.0,\"type\":\"s\",\
+                 \"in\":64,\"out\":4,\"hash_ids\":[0],\"api_time\":0.1}}]}}"
+            )
+            .unwrap();
+        }
+    }
+    let p = path.to_str().unwrap();
+    let (o, text) = replay_under("150000", &["--traces", p], &["--concurrency", "4"]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(!text.contains("out of memory"), "{text}");
+    let kib = text
+        .split("raise the address-space limit: `ulimit -v ")
+        .nth(1)
+        .and_then(|t| {
+            t.split_once("` (KiB) lets the run start (it is 150000 now) (nothing was sent)")
+        })
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| panic!("no advised `ulimit -v`: {text}"));
+    let (o, text) = replay_under(&kib, &["--traces", p], &["--concurrency", "4"]);
+    assert_eq!(o.status.code(), Some(3), "ulimit -v {kib}: {text}");
+    assert!(
+        text.contains("300000 traces (300000 requests) from 1 file(s)"),
+        "{text}"
+    );
+}
+
 /// Issue 39 §2 (the same kind as finding 2): `agentx-traces --shape 062126-256k` under
 /// `ulimit -v 600000` aborted (exit 134) building the corpus. It is generated a session at a
 /// time within the memory budget: under `ulimit -v 400000` it is refused naming how many

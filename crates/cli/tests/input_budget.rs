@@ -1010,8 +1010,160 @@ fn a_duration_closed_loop_says_what_its_memory_check_cannot_know() {
     assert!(
         text.contains(
             "inferbench: warning: --duration 1 s with no --request-rate sends as many requests"
-        ) && text
-            .contains("; the address-space limit `ulimit -v` holds about 640 requests in all\n"),
+        ) && text.contains(
+            "; the address-space limit `ulimit -v` holds about 640 requests in all: the run \
+             stops sending after 640 requests, as at the end of its duration, and writes its \
+             summary\n"
+        ),
         "{text}"
     );
+}
+
+/// Issue 39: a `bench --duration` closed loop keeps every record (13 KiB each with
+/// `--save-detailed` at 256 output tokens) beyond the 160 its up-front check counted; under
+/// `ulimit -v 200000` against the instant sim it ran out of memory within a second (exit 1,
+/// no summary). It now stops sending when its records reach what the limit holds (the number
+/// its warning names), lets the requests in flight finish and ends as at its duration: exit
+/// 0, the summary, and the stop cause in the result (`inferbench.stopped_reason`) and on
+/// stderr; `stop_reason` stays `completed`.
+#[test]
+fn a_duration_closed_loop_stops_at_the_records_ulimit_v_holds() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (o, text) = under_ulimit_v(
+        "200000",
+        d,
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "64",
+            "--random-output-len",
+            "256",
+            "--num-warmups",
+            "0",
+            "--cache-bust",
+            "--duration",
+            "60",
+            "--max-concurrency",
+            "16",
+            "--save-detailed",
+            "--save-result",
+            "--result-filename",
+            "r.json",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let n: u64 = text
+        .split("the run stops sending after ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no bound in the warning: {text}"));
+    // More than the 160 the check counted, as many as 200000 KiB holds at 13 KiB each.
+    assert!(n > 160, "{text}");
+    let why = format!(
+        "stopped after {n} requests: the records kept would outgrow ulimit -v (200000 KiB)"
+    );
+    assert!(
+        text.contains(&format!(
+            "inferbench: warning: {why}; the run stopped sending there as at the end of its \
+             --duration (requests in flight finished) and its summary covers them\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Successful requests:                    {n:<10}\n"
+        )),
+        "{text}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["num_prompts"], n);
+    assert_eq!(r["completed"], n);
+    assert_eq!(r["inferbench"]["stopped_reason"], why.as_str());
+    assert_eq!(r["inferbench"]["stop_reason"], "completed");
+    // It stopped well before its 60 s.
+    assert!(r["duration"].as_f64().unwrap() < 50.0, "{r}");
+}
+
+/// Issue 39, the same kind for `replay`: a replay keeps every record until its summary, as
+/// many as the server answers in its `--benchmark-duration`, which its up-front check does not
+/// count (it counts the lanes and the traces); 20,000 one-request traces against the instant
+/// sim for 120 s under `ulimit -v 360000` would keep ~400,000 records and run out of memory.
+/// Under `ulimit -v` its profile now ends when the records reach what the limit holds (4 KiB
+/// each beside the lanes and traces), as at the end of its duration: exit 0, the summary, and
+/// the stop cause in `summary.json` (`inferbench.stopped_reason`) and on stderr.
+#[test]
+fn a_replay_stops_at_the_records_ulimit_v_holds() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let traces: String = (0..20_000)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"t{i}\",\"block_size\":64,\"requests\":[{{\"t\":0.0,\"type\":\"s\",\
+                 \"in\":64,\"out\":4,\"hash_ids\":[0],\"api_time\":0.1}}]}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(d.join("t.jsonl"), traces).unwrap();
+    let (o, text) = under_ulimit_v(
+        "360000",
+        d,
+        &[
+            "replay",
+            "--traces",
+            "t.jsonl",
+            "--model",
+            "Llama-3.1-8B",
+            "--base-url",
+            &url,
+            "--benchmark-duration",
+            "120",
+            "--unsafe-override",
+            "--concurrency",
+            "64",
+            "--progress",
+            "off",
+            "--power",
+            "off",
+            "--result-dir",
+            "r",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let why = text
+        .split("inferbench: warning: ")
+        .find_map(|t| t.split_once("; the replay ended there as at the end of its"))
+        .map(|(w, _)| w.to_string())
+        .unwrap_or_else(|| panic!("no stop warning: {text}"));
+    let n: u64 = why
+        .strip_prefix("stopped after ")
+        .and_then(|t| {
+            t.strip_suffix(" requests: the records kept would outgrow ulimit -v (360000 KiB)")
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{why}"));
+    assert!(n > 1000, "{why}");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r/summary.json")).unwrap()).unwrap();
+    assert_eq!(s["inferbench"]["stopped_reason"], why.as_str());
+    assert_eq!(s["inferbench"]["stop_reason"], "completed");
+    // The records kept when it ended, and those in flight then (at most one per lane).
+    let completed = s["completed"].as_u64().unwrap();
+    assert!(
+        completed + 64 >= n && completed <= n + 64,
+        "{completed} vs {n}"
+    );
+    assert!(s["duration"].as_f64().unwrap() < 100.0, "{s}");
 }

@@ -188,3 +188,61 @@ fn serve_shows_quickstarts_beside_an_imported_dump() {
     assert_eq!(child.wait().unwrap().code(), Some(130));
     drain.join().unwrap();
 }
+
+/// Issue 39: `serve` had no memory check at start: under `ulimit -v 60000` a thread could not
+/// start (a panic, then a hang; at 58000 queries went unanswered). It now checks its own need (the binary, the
+/// database's cache and its threads: 65 MiB under `ulimit -v`, 2 workers and 4 blocking
+/// threads) before opening the database: below it, exit 2 naming the limit and the value that
+/// fits, nothing served; at that value it serves every page and route and stops with 130.
+#[test]
+fn serve_under_a_too_small_ulimit_v_exits_2_naming_the_value_that_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db").display().to_string();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let o = Command::new(bin())
+        .args(["ingest", &fixtures.display().to_string(), "--db", &db])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let under = |kib: &str| {
+        let mut c = Command::new("bash");
+        c.arg("-c")
+            .arg(format!("ulimit -v {kib} || exit 99; exec \"$0\" \"$@\""))
+            .arg(bin())
+            .args(["serve", "--db", &db, "--port", "0"]);
+        c
+    };
+    let o = under("58000").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", common::output_text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: inferbench serve needs about 65 MiB to open the database and serve (50 MiB for \
+         the binary and the database's cache and 15 MiB for its threads, as measured) and the \
+         address-space limit `ulimit -v` is 56 MiB: raise it (`ulimit -v 66560` fits) (nothing \
+         was served)\n"
+    );
+    let common::Serving {
+        mut child,
+        addr,
+        rest,
+        ..
+    } = common::start_serve(&mut under("66560"));
+    for path in [
+        "/",
+        "/api/v1/points",
+        "/api/v1/runs",
+        "/api/v1/points.csv?hw=h200",
+        "/api/v1/history",
+        "/inference",
+    ] {
+        let (status, _) = http_get(&addr, path);
+        assert!(status.starts_with("HTTP/1.1 "), "{path}: {status}");
+        assert!(!status.starts_with("HTTP/1.1 5"), "{path}: {status}");
+    }
+    common::signal(child.id(), "TERM");
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(
+        rest.join().unwrap(),
+        "inferbench serve: stopping (on SIGTERM)\n"
+    );
+}

@@ -442,6 +442,15 @@ pub struct Extras {
     /// and when the rule never had two steady batches to read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_stop_noise: Option<EarlyStopNoise>,
+    /// Why a `--duration` run stopped sending before its duration ended, when it did so
+    /// itself (issue 39): "stopped after N requests: the records kept would outgrow ulimit -v
+    /// (X KiB)" — the records a closed loop keeps until its summary grow with every request,
+    /// so under an address-space limit the run stops sending when they reach what the limit
+    /// holds, lets its requests in flight finish and writes its summary as at the end of its
+    /// duration. `stop_reason` stays `completed` and the point stays valid if its numbers are
+    /// (its window is the time it sent). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_reason: Option<String>,
     /// Warmup requests that failed (they are excluded from every metric, but counted here);
     /// warmups cancelled by the run are `warmup_cancelled_by_user` instead.
     pub warmup_failed: u64,
@@ -798,6 +807,7 @@ impl Default for Extras {
             adaptive_tolerance: None,
             prompts_used: None,
             early_stop_noise: None,
+            stopped_reason: None,
             warmup_failed: 0,
             warmup_cancelled_by_user: 0,
             warmup_errors_by_class: BTreeMap::new(),
@@ -966,6 +976,7 @@ fn summarize_inner(
             adaptive_tolerance: None,
             prompts_used: None,
             early_stop_noise: None,
+            stopped_reason: None,
             warmup_failed: f.warmup_failed,
             warmup_cancelled_by_user: f.warmup_cancelled_by_user,
             warmup_errors_by_class: f.warmup_errors_by_class,

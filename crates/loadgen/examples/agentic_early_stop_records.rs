@@ -175,6 +175,7 @@ fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()
         anchor_unix_ns: (anchor - t0 as f64).max(0.0) as u64,
         stats: SchedStats::default(),
         stop: ReplayStop::Completed,
+        stopped_reason: None,
         notes: Vec::new(),
         stop_note: None,
         server_snapshots: Vec::new(),

@@ -235,6 +235,36 @@ pub struct BenchOptions {
     /// whose prompts would take more is refused at load naming how many prompts fit, instead of
     /// aborting when an allocation fails. Not a flag; `None`: not bounded.
     pub prompt_memory: Option<u64>,
+    /// The most records a `--duration` run keeps before it stops sending (issue 39): a
+    /// closed loop sends as many requests as the server answers and keeps every record until
+    /// its summary, so under an address-space limit the CLI derives from it how many records
+    /// fit, and the run stops sending when its records (warmups included) reach that count,
+    /// as at the end of its duration (requests in flight finish; the summary says why:
+    /// `inferbench.stopped_reason`). Not a flag; `None` (no limit, or a count run): not
+    /// bounded.
+    pub record_bound: Option<RecordBound>,
+}
+
+/// How many records a `--duration` run may keep ([`BenchOptions::record_bound`]) and the
+/// limit they come from, for the run's stop reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordBound {
+    /// Records (warmups included) the run may keep; the profile sends at most this many less
+    /// the warmups' (at least 1).
+    pub records: u64,
+    /// The address-space limit (`ulimit -v`, `RLIMIT_AS`) they were counted under, bytes.
+    pub limit_bytes: u64,
+}
+
+impl RecordBound {
+    /// The stop reason of a run that reached the bound after `sent` requests (warmups
+    /// included): "stopped after N requests: the records kept would outgrow ulimit -v (X KiB)".
+    pub fn reason(&self, sent: u64) -> String {
+        format!(
+            "stopped after {sent} requests: the records kept would outgrow ulimit -v ({} KiB)",
+            self.limit_bytes >> 10
+        )
+    }
 }
 
 impl Default for BenchOptions {
@@ -299,6 +329,7 @@ impl Default for BenchOptions {
             clock: ClockSource::System,
             early_stop: None,
             prompt_memory: None,
+            record_bound: None,
         }
     }
 }
@@ -929,7 +960,7 @@ pub fn mem_available() -> Option<u64> {
 
 /// The soft address-space limit of this process (`Max address space` of `/proc/self/limits`),
 /// bytes; `None` when unlimited or unknown.
-fn address_space_limit() -> Option<u64> {
+pub fn address_space_limit() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = text.lines().find(|l| l.starts_with("Max address space"))?;
     line.trim_start_matches("Max address space")

@@ -436,6 +436,16 @@ pub async fn run_bench(
             ));
         }
     }
+    // A --duration run that stopped sending at its record bound: the cause in the summary and
+    // a warning; the point stands as a duration run that ended there.
+    if let (Some(sent), Some(b)) = (profile.bounded, opts.record_bound) {
+        let why = b.reason(sent);
+        notes.push(format!(
+            "warning: {why}; the run stopped sending there as at the end of its --duration \
+             (requests in flight finished) and its summary covers them"
+        ));
+        summary.inferbench.stopped_reason = Some(why);
+    }
     notes.extend(itl_note);
     notes.extend(kept.spill_note());
     let records = kept.records;
@@ -835,6 +845,10 @@ struct ProfileRun {
     /// it (the pool had trusted its connections until then): some responses may have been
     /// read by the wrong request.
     stray_bytes: bool,
+    /// A `--duration` run stopped sending at its record bound
+    /// ([`BenchOptions::record_bound`]) before its duration ended: the records it kept then
+    /// (warmups included).
+    bounded: Option<u64>,
 }
 
 /// Runs the profile phase unless the warmup ended the run (`end`): marks the scrape, opens a
@@ -856,6 +870,7 @@ async fn run_profile(
     let mut client_cpu: Option<(f64, f64)> = None;
     let mut client_wait: Option<f64> = None;
     let mut stray_bytes = false;
+    let mut bounded = None;
     if let Some(sc) = scraper {
         sc.mark("profile").await;
     }
@@ -867,8 +882,14 @@ async fn run_profile(
             },
             None => Arrivals::Unlimited,
         };
+        // The records kept before the profile (the warmups'), against the record bound.
+        let kept_before = shared.sent.load(Ordering::Acquire);
+        let bound = bound_count(opts, kept_before);
         let count = if opts.duration.is_some() {
-            opts.num_prompts
+            match (opts.num_prompts, bound) {
+                (Some(n), Some(b)) => Some(n.min(b)),
+                (n, b) => n.or(b),
+            }
         } else {
             Some(opts.resolved_num_prompts())
         };
@@ -927,6 +948,17 @@ async fn run_profile(
         if let Some(s) = spares {
             s.abort();
         }
+        // Every request of the profile has handed its record over: the bound ended the
+        // sending when the profile sent its bounded count (and --num-prompts did not end it).
+        let profile_sent = shared
+            .sent
+            .load(Ordering::Acquire)
+            .saturating_sub(kept_before);
+        if let (PhaseEnd::Completed, Some(b)) = (end, bound) {
+            if profile_sent >= b && opts.num_prompts.is_none_or(|n| b < n) {
+                bounded = Some(kept_before.saturating_add(profile_sent));
+            }
+        }
         end_unix = unix_now(&clock);
         client_cpu = match (cpu_at_start, crate::selftest::process_cpu_s()) {
             (Some((c0, t0)), Some(c1)) => Some((
@@ -962,7 +994,17 @@ async fn run_profile(
         client_cpu,
         client_wait,
         stray_bytes,
+        bounded,
     }
+}
+
+/// The profile requests a `--duration` run may send under its record bound
+/// ([`BenchOptions::record_bound`]) after `kept` records (the warmups'): the bound less them,
+/// at least 1; `None` without a bound or for a count run.
+fn bound_count(opts: &BenchOptions, kept: u64) -> Option<u64> {
+    opts.duration?;
+    let b = opts.record_bound?;
+    Some(b.records.saturating_sub(kept).max(1))
 }
 
 /// The server's `GET /v1/models` body as JSON, asked once beside the `/metrics` scrape (not

@@ -38,6 +38,9 @@ pub struct SelftestOptions {
     pub concurrency: Vec<u32>,
     /// Sending window per level (default 10 s); in-flight streams then finish.
     pub duration: Duration,
+    /// The most records a level keeps before it stops sending
+    /// ([`BenchOptions::record_bound`]; the CLI derives it from `ulimit -v`); `None`: none.
+    pub record_bound: Option<crate::options::RecordBound>,
 }
 
 impl Default for SelftestOptions {
@@ -49,6 +52,7 @@ impl Default for SelftestOptions {
             tokens_per_request: 256,
             concurrency: vec![64, 512],
             duration: Duration::from_secs(10),
+            record_bound: None,
         }
     }
 }
@@ -62,6 +66,10 @@ pub struct SelftestPoint {
     pub wall_s: f64,
     /// Requests finished.
     pub requests: u64,
+    /// Why the level stopped sending before its duration ended, when it did: its records
+    /// reached what `ulimit -v` holds ([`SelftestOptions::record_bound`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_reason: Option<String>,
     /// Requests failed (any class).
     pub failed: u64,
     /// The first failure's class and message (`http_status: …`), when any request failed
@@ -183,7 +191,13 @@ pub const PROMPT_TOKENS: u32 = 32;
 /// decides how many cores the client uses (the CLI uses bench's multi-threaded runtime with
 /// `--client-threads` workers, one by default).
 /// Memory figures include the records a bench run keeps. Errors: the server unreachable.
-pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result<SelftestPoint> {
+/// `cancel` (the CLI's shutdown token: Ctrl-C, SIGTERM, SIGHUP) cuts the level short as it
+/// cuts a bench run; the caller then stops.
+pub async fn measure(
+    opts: &SelftestOptions,
+    concurrency: u32,
+    cancel: &CancellationToken,
+) -> anyhow::Result<SelftestPoint> {
     let _ = http_json(&opts.base_url, "POST", "/stats/reset").await;
     let mut bench = BenchOptions {
         backend: opts.backend,
@@ -202,6 +216,7 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
         idle_timeout: Duration::from_secs(30),
         progress: crate::options::ProgressMode::Off,
         max_error_rate: 1.0,
+        record_bound: opts.record_bound,
         ..BenchOptions::default()
     };
     // Prompts (and the tokenizer) first, so the memory figures are the run's alone.
@@ -223,7 +238,7 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
             }
         })
     };
-    let out = run_bench(bench, CancellationToken::new()).await;
+    let out = run_bench(bench, cancel.clone()).await;
     sampler.abort();
     let out = out?;
     anyhow::ensure!(
@@ -256,6 +271,7 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
         concurrency,
         wall_s: wall,
         requests,
+        stopped_reason: s.inferbench.stopped_reason.clone(),
         failed: s.inferbench.failed,
         first_error: s
             .inferbench
@@ -479,6 +495,27 @@ pub fn spawn_server(
         .args(["--threads", &threads.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    // The server ends with this process however it ends (issue 39: SIGTERM or SIGHUP to the
+    // selftest alone, or an abort, left it running): the kernel sends it SIGTERM when the
+    // thread that started it (the main thread) exits. `taskset` execs the server, which keeps
+    // the setting.
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: only async-signal-safe calls between fork and exec: prctl and getppid.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent may have ended before the setting took: end now.
+                if libc::getppid() == 1 {
+                    libc::_exit(0);
+                }
+                Ok(())
+            });
+        }
+    }
     let child = cmd
         .spawn()
         .with_context(|| format!("--spawn-server: cannot start {}", bin.display()))?;
@@ -529,6 +566,7 @@ mod tests {
             concurrency: conc,
             wall_s: 1.0,
             requests: 10,
+            stopped_reason: None,
             failed: 0,
             first_error: None,
             usage_tokens: 160,

@@ -22,7 +22,9 @@ async fn selftest_measures_through_the_bench_path() {
         duration: Duration::from_millis(500),
         ..Default::default()
     };
-    let p = measure(&opts, 4).await.expect("measured");
+    let p = measure(&opts, 4, &inferbench_client::CancellationToken::new())
+        .await
+        .expect("measured");
     assert_eq!(p.concurrency, 4);
     assert!(p.requests > 0 && p.failed == 0, "{p:?}");
     assert_eq!(p.usage_tokens, 16 * p.requests, "{p:?}");

@@ -143,7 +143,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // A closed loop for a --duration makes as many requests as the server answers: said, with
     // how many more the limit holds, since the check could count only the planned ones (issue
     // 39, fresh tester's finding 3).
-    if let Some(note) = duration_records_note(&opts, &limits) {
+    // Under `ulimit -v` such a run stops sending when its records reach what the limit holds
+    // (issue 39): a summary at that count, never an out-of-memory end without one.
+    let extra = extra_bytes(&opts, estimate);
+    opts.record_bound = record_bound(&opts, &limits, extra);
+    if let Some(note) = duration_records_note(&opts, &limits, extra) {
         errln!("inferbench: warning: {note}");
     }
     opts.save_result |= db.is_some();
@@ -268,22 +272,78 @@ pub fn duration_unknown(opts: &inferbench_loadgen::options::BenchOptions) -> Opt
 
 /// The warning of a `--duration` closed loop that passed the memory check under a memory
 /// budget: [`duration_unknown`] and how many requests in all the budget holds (the planned
-/// ones and the further ones at [`duration_record_bytes`] each); `None` for any other run or
-/// with no budget known.
+/// ones and the further ones at [`duration_record_bytes`] each), and, under `ulimit -v`, that
+/// the run stops sending there ([`record_bound`]); `None` for any other run or with no budget
+/// known. `extra`: bytes the check counted besides [`crate::limits::bench_need`] (a dataset's
+/// prompts and read room, a tokenizer file).
 pub fn duration_records_note(
     opts: &inferbench_loadgen::options::BenchOptions,
     limits: &crate::limits::Limits,
+    extra: u64,
 ) -> Option<String> {
     let unknown = duration_unknown(opts)?;
     let budget = limits.memory?;
     let need = crate::limits::bench_need(opts)?;
-    let spare = budget.bytes.saturating_sub(need.memory(limits.base));
+    let spare = budget
+        .bytes
+        .saturating_sub(need.memory(limits.base))
+        .saturating_sub(extra);
     let more = spare / duration_record_bytes(opts).max(1);
+    let stops = match record_bound(opts, limits, extra) {
+        Some(b) => format!(
+            ": the run stops sending after {} requests, as at the end of its duration, and \
+             writes its summary",
+            b.records
+        ),
+        None => String::new(),
+    };
     Some(format!(
-        "{unknown}; {} holds about {} requests in all",
+        "{unknown}; {} holds about {} requests in all{stops}",
         budget.what(),
         opts.estimated_record_count().saturating_add(more),
     ))
+}
+
+/// The record bound of a `--duration` run under an address-space limit (`ulimit -v`,
+/// `RLIMIT_AS`; issue 39): the records it may keep before it stops sending
+/// ([`inferbench_loadgen::options::BenchOptions::record_bound`]): those the up-front check
+/// counted ([`BenchOptions::estimated_record_count`]) and as many more as the room the check
+/// leaves under the limit holds at [`duration_record_bytes`] each (the same per-record memory
+/// as the estimate, `BenchOptions::estimated_memory_bytes`). `None` for a count run or without
+/// such a limit (the machine's available memory is no limit the process aborts at).
+/// `extra`: bytes the check counted besides [`crate::limits::bench_need`].
+pub fn record_bound(
+    opts: &BenchOptions,
+    limits: &crate::limits::Limits,
+    extra: u64,
+) -> Option<inferbench_loadgen::options::RecordBound> {
+    opts.duration?;
+    let limit = match limits.memory {
+        Some(b) if b.bound == inferbench_loadgen::options::MemoryBound::AddressSpace => b.bytes,
+        _ => inferbench_loadgen::options::address_space_limit()?,
+    };
+    let need = crate::limits::bench_need(opts)?;
+    let spare = limit
+        .saturating_sub(need.memory(limits.base))
+        .saturating_sub(extra);
+    let more = spare / duration_record_bytes(opts).max(1);
+    Some(inferbench_loadgen::options::RecordBound {
+        records: opts.estimated_record_count().saturating_add(more),
+        limit_bytes: limit,
+    })
+}
+
+/// Bytes the up-front memory check ([`memory_plan`]) counts besides
+/// [`crate::limits::bench_need`]: a dataset's read room and its prompts as its loader counts
+/// them (`dataset`, [`crate::limits::dataset_bytes`]) and a tokenizer file's load.
+fn extra_bytes(opts: &BenchOptions, dataset: u64) -> u64 {
+    let input = if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
+        crate::limits::input_room(opts.dataset_path.as_ref().map(std::slice::from_ref))
+            .saturating_add(dataset)
+    } else {
+        0
+    };
+    input.saturating_add(crate::limits::tokenizer_bytes(&opts.tokenizer))
 }
 
 /// The up-front memory checks of a `bench` point under `limits` and the room they leave a
@@ -930,4 +990,73 @@ fn run_search(
         SearchEnd::Stopped if stop_status != ExitStatus::Ok => stop_status,
         SearchEnd::Stopped => ExitStatus::Failed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferbench_loadgen::options::{MemoryBound, MemoryBudget, RecordBound};
+
+    fn limits(bytes: u64, bound: MemoryBound) -> crate::limits::Limits {
+        crate::limits::Limits {
+            open_files: 1 << 20,
+            open_files_hard: 1 << 20,
+            memory: Some(MemoryBudget { bytes, bound }),
+            threads: 6,
+            base: crate::limits::base_bytes(2, 4),
+            inherited_files: 0,
+        }
+    }
+
+    /// Issue 39: a closed-loop `--duration` run under `ulimit -v` may keep the records its
+    /// check counted (160: --num-prompts 10 × 16) and as many more as the room left holds at
+    /// 13 KiB each (1 KiB + 256 tokens × 48 bytes with --save-detailed); a count run, or the
+    /// machine's memory as the budget with no `ulimit -v`, has no bound.
+    #[test]
+    fn a_duration_run_keeps_what_the_address_space_limit_holds() {
+        let opts = BenchOptions {
+            max_concurrency: Some(16),
+            num_warmups: Some(0),
+            random_input_len: 64,
+            random_output_len: 256,
+            duration: Some(std::time::Duration::from_secs(60)),
+            save_detailed: true,
+            ..Default::default()
+        };
+        assert_eq!(duration_record_bytes(&opts), 1024 + 256 * 48);
+        let need = crate::limits::bench_need(&opts)
+            .unwrap()
+            .memory(crate::limits::base_bytes(2, 4));
+        let limit = need + 100 * 13_312 + 13_311;
+        assert_eq!(
+            record_bound(&opts, &limits(limit, MemoryBound::AddressSpace), 0),
+            Some(RecordBound {
+                records: 160 + 100,
+                limit_bytes: limit
+            })
+        );
+        // What the check counted besides (a tokenizer, a dataset) is left out of the room.
+        assert_eq!(
+            record_bound(&opts, &limits(limit, MemoryBound::AddressSpace), 13_312)
+                .map(|b| b.records),
+            Some(160 + 99)
+        );
+        let count = BenchOptions {
+            duration: None,
+            ..opts.clone()
+        };
+        assert_eq!(
+            record_bound(&count, &limits(limit, MemoryBound::AddressSpace), 0),
+            None
+        );
+        let e = RecordBound {
+            records: 260,
+            limit_bytes: 200_000 << 10,
+        }
+        .reason(260);
+        assert_eq!(
+            e,
+            "stopped after 260 requests: the records kept would outgrow ulimit -v (200000 KiB)"
+        );
+    }
 }

@@ -700,6 +700,7 @@ impl BenchFlags {
             clock: inferbench_client::ClockSource::System,
             early_stop: None,
             prompt_memory: None,
+            record_bound: None,
         })
     }
 }
@@ -765,6 +766,28 @@ impl SelftestFlags {
 /// concurrency, counts, rates and CPU figures, pretty-printed).
 pub const SELFTEST_JSON_BYTES_PER_LEVEL: u64 = 2048;
 
+/// The record bound of each `selftest` level under `ulimit -v` (issue 39): the requests its
+/// memory check planned ([`crate::limits::selftest_need`]) and as many more as the room that
+/// check leaves under the limit holds, at [`crate::limits::REQUEST_BYTES`] each; `None`
+/// without an address-space limit. A level that reaches it stops sending as at the end of its
+/// duration (said on stderr and in `--json` as `stopped_reason`).
+fn selftest_record_bound(args: &SelftestFlags) -> Option<inferbench_loadgen::options::RecordBound> {
+    let limit = inferbench_loadgen::options::address_space_limit()?;
+    let need = crate::limits::selftest_need(
+        &args.concurrency,
+        args.duration,
+        args.tokens,
+        args.client_threads,
+    )?;
+    let spare = limit.saturating_sub(need.memory(crate::limits::current().base));
+    Some(inferbench_loadgen::options::RecordBound {
+        records: need
+            .requests
+            .saturating_add(spare / crate::limits::REQUEST_BYTES),
+        limit_bytes: limit,
+    })
+}
+
 /// [`SelftestFlags::run`].
 fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
     // `--json` never over the server binary it starts (issue 39's leftovers, 1).
@@ -796,6 +819,18 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
         .ok()
         .filter(|d| !d.is_zero())
         .context("--duration: expected a positive number of seconds")?;
+    // The scheduler bench runs on, so that nothing but the flags differs from a bench run.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.client_threads.max(1))
+        .enable_all()
+        .build()?;
+    // The one shutdown token (issue 39): Ctrl-C, SIGTERM or SIGHUP cut the level in flight,
+    // the spawned server is stopped (dropped: killed and reaped) and the run exits 130. Made
+    // before the server starts, so a signal never leaves it behind; the server also ends with
+    // this process however it ends (`spawn_server`'s parent-death signal).
+    let cancel = rt.block_on(async {
+        super::shutdown_token("selftest: interrupted; stopping (and its spawned server)")
+    });
     let (_server, base_url) = match &args.spawn_server {
         Some(bin) => {
             let (s, u) = spawn_server(bin, args.server_cpus.as_deref(), args.server_threads)?;
@@ -809,13 +844,9 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
         tokens_per_request: args.tokens,
         concurrency: concurrency.clone(),
         duration,
+        record_bound: selftest_record_bound(&args),
         ..Default::default()
     };
-    // The scheduler bench runs on, so that nothing but the flags differs from a bench run.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.client_threads.max(1))
-        .enable_all()
-        .build()?;
     let parse_ns = inferbench_loadgen::selftest::parse_ns_per_event(args.tokens, 2_000_000);
     errln!(
         "selftest: SSE framing + chunk interpretation alone: {parse_ns:.0} CPU ns/event ({:.2} M events per CPU second)",
@@ -823,12 +854,31 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
     );
     let mut points = Vec::new();
     for c in concurrency {
+        if cancel.is_cancelled() {
+            break;
+        }
         errln!(
             "selftest: concurrency {c} for {:.1} s against {}",
             args.duration,
             opts.base_url
         );
-        points.push(rt.block_on(measure(&opts, c))?);
+        let point = rt.block_on(measure(&opts, c, &cancel))?;
+        if let Some(why) = &point.stopped_reason {
+            errln!("selftest: concurrency {c}: {why}; its rates cover the time it sent");
+        }
+        if cancel.is_cancelled() {
+            break;
+        }
+        points.push(point);
+    }
+    if cancel.is_cancelled() {
+        // The level cut short is not reported (its figures would be a fragment); the levels
+        // measured before it are.
+        if !points.is_empty() {
+            out!("{}", render(&points));
+        }
+        rt.shutdown_background();
+        return Ok(ExitStatus::Interrupted);
     }
     out!("{}", render(&points));
     if let Some(p) = &args.json {

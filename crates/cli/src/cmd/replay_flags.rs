@@ -277,6 +277,7 @@ impl ReplayFlags {
                 }
             }),
             server_metrics_max_bytes: self.result_dir.as_ref().and(crate::fsize::limit()),
+            record_bound: None,
         })
     }
 }
@@ -286,6 +287,14 @@ pub struct PreparedReplay {
     opts: ReplayOptions,
     traces: Arc<Vec<Trace>>,
     prompter: Arc<Prompter>,
+}
+
+impl PreparedReplay {
+    /// Sets the replay's record bound ([`ReplayOptions::record_bound`]: the CLI's, from
+    /// `ulimit -v` once the lanes' need is known).
+    pub fn set_record_bound(&mut self, bound: Option<inferbench_loadgen::options::RecordBound>) {
+        self.opts.record_bound = bound;
+    }
 }
 
 impl ReplayFlags {

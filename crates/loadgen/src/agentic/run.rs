@@ -100,6 +100,12 @@ pub struct ReplayOptions {
     /// scrapes): past it the scrapes are thinned evenly to fit
     /// (`inferbench_telemetry::scrape::write_jsonl_within`), as `bench`'s are.
     pub server_metrics_max_bytes: Option<u64>,
+    /// The most records the replay keeps before its profile ends (issue 39: a replay keeps
+    /// every record until its summary, as many as the server answers in its duration; the CLI
+    /// derives the bound from `ulimit -v`): reached in the profile, the profile ends there as
+    /// at the end of its duration (requests in flight get the grace), with a note and
+    /// `inferbench.stopped_reason`. Not a flag; `None`: not bounded.
+    pub record_bound: Option<crate::options::RecordBound>,
 }
 
 /// How much a replay's records files may hold ([`ReplayOptions::records_room`]), and the most
@@ -157,6 +163,7 @@ impl Default for ReplayOptions {
             clock: ClockSource::System,
             records_room: None,
             server_metrics_max_bytes: None,
+            record_bound: None,
         }
     }
 }
@@ -176,6 +183,9 @@ pub struct ReplayOutcome {
     pub stats: SchedStats,
     /// Why it stopped.
     pub stop: ReplayStop,
+    /// Why the profile ended before its duration when the record bound ended it
+    /// ([`ReplayOptions::record_bound`]): "stopped after N requests: …".
+    pub stopped_reason: Option<String>,
     /// Problems worth printing; the stop note among them.
     pub notes: Vec<String>,
     /// The note on why the replay stopped when it did not complete (interrupted, the failure
@@ -401,6 +411,7 @@ pub async fn run_replay_adaptive(
         anchor_unix_ns,
         stats: sched.stats().clone(),
         stop: st.stop,
+        stopped_reason: st.bounded,
         notes,
         stop_note,
         server_snapshots,
@@ -645,6 +656,10 @@ struct LoopState {
     anchor_unix_ns: u64,
     /// Whether to count the records' lines (a records room is set).
     count_lines: bool,
+    /// Records handed to the collector (every phase), against the record bound.
+    kept: u64,
+    /// The record bound ended the profile: its reason.
+    bounded: Option<String>,
 }
 
 impl LoopState {
@@ -668,6 +683,8 @@ impl LoopState {
             room_stopped: false,
             anchor_unix_ns: 0,
             count_lines: false,
+            kept: 0,
+            bounded: None,
         }
     }
 
@@ -771,7 +788,10 @@ impl LoopState {
                 + 1;
             self.records_bytes = self.records_bytes.saturating_add(saved.max(aiperf));
         }
+        let end = rec.end_ns.max(rec.sent_ns);
         let _ = rec_tx.send(rec);
+        self.kept += 1;
+        self.record_bound_check(opts, sched, end);
         let (done, failed) = (self.profile_done, self.profile_failed);
         if self.stop == ReplayStop::Completed
             && done >= self.arm_after
@@ -791,6 +811,28 @@ impl LoopState {
 }
 
 impl LoopState {
+    /// The record bound ([`ReplayOptions::record_bound`]): once the records kept reach it in
+    /// the profile, the profile ends at `now` as at its duration, once, with a note.
+    fn record_bound_check(&mut self, opts: &ReplayOptions, sched: &mut Scheduler, now: u64) {
+        let Some(b) = opts.record_bound else {
+            return;
+        };
+        if self.bounded.is_some()
+            || self.kept < b.records
+            || self.stop != ReplayStop::Completed
+            || sched.phase() != RunPhase::Profile
+        {
+            return;
+        }
+        sched.end_profile_at(now);
+        let why = b.reason(self.kept);
+        self.notes.push(format!(
+            "warning: {why}; the replay ended there as at the end of its --benchmark-duration \
+             (requests in flight got the grace) and its summary covers them"
+        ));
+        self.bounded = Some(why);
+    }
+
     /// `sweep --adaptive`'s AgentX early stop (issue 43): takes the finished profile request
     /// `rec` (not cut by the run) as a sample and, when a check is due (at least 900 s after the
     /// first profile send) and the p90 E2E-normalized interactivity is known, ends the profile
@@ -1097,6 +1139,7 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         s.inferbench.adaptive_tolerance = Some(tolerance);
         s.inferbench.prompts_used = Some(ctx.num_prompts);
     }
+    s.inferbench.stopped_reason = out.stopped_reason.clone();
     if !interrupted && never_reached(out, s.completed) {
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }

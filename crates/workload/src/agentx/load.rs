@@ -243,6 +243,14 @@ pub fn traces_budget_need_each(
     load_inner(path, &counting, true, visit).map(|(_, need)| need)
 }
 
+/// Memory the load's duplicate check holds per trace, bytes: its id and origin (`file:line`)
+/// copied into a map entry (two `String`s of 24 bytes, their heap blocks at 16 bytes each of
+/// allocator overhead, and the map's slot at a load factor down to 7/16 after it doubles:
+/// 112 bytes per entry besides the text).
+pub fn seen_bytes(t: &Trace) -> u64 {
+    (t.id.len() + t.origin.len()) as u64 + 2 * 16 + 112
+}
+
 /// [`load_traces`], or with `count_only` [`traces_budget_need`]: every trace the load would
 /// keep counted (the second value, bytes) and none kept.
 fn load_inner(
@@ -293,11 +301,21 @@ fn load_inner(
         }
         let mut on_unit = |(unit_line, unit): UnitResult| -> Result<Option<usize>, WorkloadError> {
             let err = match unit {
-                Ok((t, o)) => match first_seen.get(&t.id) {
+                // Counting keeps no per-trace state (issue 39: a 54 MB file of 450,000 small
+                // traces ran out of memory under `ulimit -v 150000` while it was counted, its
+                // ids kept to find duplicates): a duplicate is counted as a trace of its own
+                // (an upper bound), and the load, which keeps the ids, refuses or skips it.
+                Ok((t, o)) => match (!count_only).then(|| first_seen.get(&t.id)).flatten() {
                     None => {
                         odd.ttft_over_api_time += o.ttft_over_api_time;
                         odd.t_backwards += o.t_backwards;
-                        first_seen.insert(t.id.clone(), t.origin.clone());
+                        // The load's duplicate check holds its id and origin: counted for
+                        // every trace, kept or not, in both passes, so the count is what the
+                        // load holds.
+                        used.set(used.get().saturating_add(seen_bytes(&t)));
+                        if !count_only {
+                            first_seen.insert(t.id.clone(), t.origin.clone());
+                        }
                         // Filtered as they come (filter-then-cap, §1.6): only kept traces
                         // count against the budget.
                         if (opts.max_context_length).is_some_and(|c| t.peak_context_tokens() > c) {
@@ -354,7 +372,10 @@ fn load_inner(
                 },
             };
             if opts.skip_invalid {
-                skipped.push(err.to_string());
+                // Counting keeps nothing of what it skips (the load lists them).
+                if !count_only {
+                    skipped.push(err.to_string());
+                }
                 Ok(Some(wanted(traces.len())))
             } else {
                 Err(err)
@@ -2548,8 +2569,14 @@ pub(crate) mod tests {
         assert!(e.contains("hash_ids: more than 16384 block ids"), "{e}");
     }
 
+    /// What the load holds of a trace it keeps: the trace and its duplicate check's entry.
+    fn load_holds(t: &Trace) -> u64 {
+        t.heap_bytes() + seen_bytes(t)
+    }
+
     /// Issue 39's leftovers, 3: the up-front count of trace files is what the load keeps
-    /// ([`traces_budget_need`]: the kept traces' `heap_bytes`, with the load's filters and
+    /// ([`traces_budget_need`]: the kept traces' `heap_bytes` and what the load's duplicate
+    /// check holds of them, [`seen_bytes`], with the load's filters and
     /// cut), and the load passes at exactly that budget, not one byte below; a JSON array file
     /// counts the same.
     #[test]
@@ -2564,7 +2591,7 @@ pub(crate) mod tests {
             .collect();
         let p = write(&dir, "t.jsonl", &(traces.join("\n") + "\n"));
         let all = load_traces(&p, &LoadOptions::default()).unwrap();
-        let held: u64 = all.traces.iter().map(|t| t.heap_bytes()).sum();
+        let held: u64 = all.traces.iter().map(load_holds).sum();
         let need = traces_budget_need(&p, &LoadOptions::default()).unwrap();
         assert_eq!(need, held);
         // Not the old estimate of 5× the file's size: short traces are held in fixed-size
@@ -2579,10 +2606,7 @@ pub(crate) mod tests {
         };
         // The context filter drops the last trace; 3 entries are the first three kept.
         let need = traces_budget_need(&p, &within(None, Some(3))).unwrap();
-        assert_eq!(
-            need,
-            all.traces[..3].iter().map(|t| t.heap_bytes()).sum::<u64>()
-        );
+        assert_eq!(need, all.traces[..3].iter().map(load_holds).sum::<u64>());
         assert_eq!(
             load_traces(&p, &within(Some(need), Some(3)))
                 .unwrap()
@@ -2596,7 +2620,7 @@ pub(crate) mod tests {
             .unwrap()
             .traces
             .iter()
-            .map(|t| t.heap_bytes())
+            .map(load_holds)
             .sum();
         assert_eq!(
             traces_budget_need(&a, &LoadOptions::default()).unwrap(),
@@ -2620,8 +2644,8 @@ pub(crate) mod tests {
             .collect();
         let p = write(&dir, "t.jsonl", &body);
         let all = load_traces(&p, &LoadOptions::default()).unwrap();
-        let one = all.traces[0].heap_bytes();
-        assert!(all.traces.iter().all(|t| t.heap_bytes() == one));
+        let one = load_holds(&all.traces[0]);
+        assert!(all.traces.iter().all(|t| load_holds(t) == one));
         let within = |most: u64| LoadOptions {
             memory_budget: Some(most),
             ..Default::default()
