@@ -1462,7 +1462,7 @@ fn held_limit(max_tokens: u32) -> usize {
 fn held_past(cap: ResponseCap, most: usize, what: &str) -> String {
     format!(
         "response cut off: one {what} longer than {most} bytes (the client's cap on what it holds \
-         at once: 128 KiB + 32 × max_tokens {} + 1 KiB): a single event larger than the \
+         at once: 100 KiB + 32 × max_tokens {} + 1 KiB): a single event larger than the \
          client's cap, not keepalive bytes",
         cap.max_tokens
     )

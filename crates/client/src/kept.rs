@@ -14,7 +14,7 @@
 //!   is counted (`text_bytes_not_kept`) and, when the client has a tokenizer, tokenized as it
 //!   streams, chunk by chunk, without being kept;
 //! - one SSE line or event, or one non-streamed JSON body, held while it is parsed: at most
-//!   [`held_bytes`] (128 KiB + the kept text budget); a longer one cuts the response off
+//!   [`held_bytes`] (100 KiB + the kept text budget); a longer one cuts the response off
 //!   ("an event larger than the client's cap").
 //!
 //! A record that dropped anything carries the anomaly `output_not_kept`. Without a `max_tokens`
@@ -34,13 +34,28 @@ pub const KEPT_TEXT_BYTES_PER_MAX_TOKEN: u64 = 32;
 pub const KEPT_EXTRA_TEXT_BYTES: u64 = 1024;
 
 /// Bytes of one SSE line or event (or one non-streamed JSON body) the client holds besides the
-/// kept text budget: 128 KiB (a chat chunk with 20 top logprobs is ~4 KiB; the handed case
+/// kept text budget: 100 KiB (a chat chunk with 20 top logprobs is ~4 KiB; the handed case
 /// `degenerate-output-without-usage` streams events of 100 KB).
-pub const HELD_BASE_BYTES: u64 = 128 << 10;
+pub const HELD_BASE_BYTES: u64 = 100 << 10;
 
-/// Copies of the largest held event a stream may have at once, for the memory estimate: 3
-/// (the line being read, the event's data, its text unescaped while it is interpreted).
-pub const HELD_COPIES: u64 = 3;
+/// Copies of the largest held event a stream may have at once, for the memory estimate: 2
+/// (the event's bytes, which the SSE parser holds in one buffer, and its text unescaped while
+/// it is interpreted).
+pub const HELD_COPIES: u64 = 2;
+
+/// Memory a stream may hold for what it reads besides [`HELD_COPIES`] of the largest event,
+/// bytes: the SSE parser's line and data buffers kept between events
+/// ([`crate::sse::KEEP_CAPACITY`] each).
+pub const HELD_SLACK_BYTES: u64 = 2 * crate::sse::KEEP_CAPACITY as u64;
+
+/// Memory one stream may hold at once for reading a response of a request for `max_tokens`
+/// tokens besides what it keeps, bytes: [`HELD_COPIES`] × [`held_bytes`] +
+/// [`HELD_SLACK_BYTES`]. The per-stream term of every memory estimate.
+pub fn held_stream_bytes(max_tokens: u64) -> u64 {
+    held_bytes(max_tokens)
+        .saturating_mul(HELD_COPIES)
+        .saturating_add(HELD_SLACK_BYTES)
+}
 
 /// Chunk entries a record of a request for `max_tokens` tokens keeps at most: `max_tokens` +
 /// [`KEPT_EXTRA_CHUNKS`].
@@ -121,7 +136,8 @@ mod tests {
     fn budgets_are_exact_arithmetic() {
         assert_eq!(kept_chunks(16), 32);
         assert_eq!(kept_text_bytes(16), 1536);
-        assert_eq!(held_bytes(16), 131_072 + 1536);
+        assert_eq!(held_bytes(16), 102_400 + 1536);
+        assert_eq!(held_stream_bytes(512), 2 * (102_400 + 17_408) + 32_768);
         assert_eq!(held_bytes(u64::MAX), 16 << 20);
         assert_eq!(
             KeptBudget::of(512),

@@ -696,7 +696,7 @@ pub struct Interpreter {
     /// Counts the text not kept as it streams (the client's tokenizer).
     counter: Option<Counter>,
     /// Generated text so far over every channel, bytes as JSON writes them
-    /// ([`crate::kept::json_text_len`]), kept or not.
+    /// ([`crate::kept::json_text_len`]), kept or not; measured only with a kept budget.
     pub(crate) text_bytes: u64,
     /// The part of it kept in the record (`output_text`, and the refusal and reasoning text).
     kept_text: u64,
@@ -709,6 +709,22 @@ pub struct Interpreter {
     /// Tokens of the dropped text, counted chunk by chunk; `None` once the counter failed on
     /// one (or text was dropped with no counter).
     not_kept_tokens: Option<usize>,
+}
+
+/// Runs `count` (tokenizing text that is not kept, as it streams) where it stalls no other
+/// stream: on a multi-thread runtime's worker through `block_in_place` (the runtime hands this
+/// worker's other tasks to another thread meanwhile; the handed case
+/// `degenerate-output-without-usage` made other streams' TTFT 30 ms late when counted inline),
+/// elsewhere (a current-thread runtime, no runtime) inline. Nothing is copied: the text is
+/// counted where it lies.
+fn count_off_io<T>(count: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(count)
+        }
+        _ => count(),
+    }
 }
 
 /// The token counter an [`Interpreter`] counts dropped text with.
@@ -791,6 +807,13 @@ impl Interpreter {
         self
     }
 
+    /// Fails the response: a token-bearing chunk came past `cap`'s chunks.
+    fn cut_off(&mut self, cap: crate::http::ResponseCap) {
+        if let Some(why) = cap.passed(0, cap.chunks.saturating_add(1), 0) {
+            self.fail(ErrorClass::StreamError, why);
+        }
+    }
+
     /// Token-bearing chunks so far, kept or not.
     pub fn chunks_counted(&self, rec: &RequestRecord) -> u64 {
         (rec.chunks.len() as u64).saturating_add(self.chunks_not_kept)
@@ -809,7 +832,9 @@ impl Interpreter {
             .text_bytes_not_kept
             .saturating_add(crate::kept::json_text_len(rest));
         self.not_kept_tokens = match (self.not_kept_tokens, &self.counter) {
-            (Some(n), Some(c)) => count_tokens(&*c.0, rest).map(|k| n.saturating_add(k)),
+            (Some(n), Some(c)) => {
+                count_off_io(|| count_tokens(&*c.0, rest)).map(|k| n.saturating_add(k))
+            }
             _ => None,
         };
     }
@@ -1174,9 +1199,7 @@ impl Interpreter {
         // cap of 224, the rest of the read that passed it).
         if let Some(cap) = self.cut {
             if self.chunks_counted(rec) >= cap.chunks {
-                if let Some(why) = cap.passed(0, cap.chunks.saturating_add(1), 0) {
-                    self.fail(ErrorClass::StreamError, why);
-                }
+                self.cut_off(cap);
                 return;
             }
         }
@@ -1267,23 +1290,38 @@ impl Interpreter {
             if t.is_empty() {
                 return;
             }
-            let len = crate::kept::json_text_len(t);
-            self.text_bytes = self.text_bytes.saturating_add(len);
-            // Past the kept budget the text is counted, not kept (crate::kept).
+            // The text of the token-bearing chunk past the cap is not taken either (the cut
+            // record's text and counts are those of the cap's chunks).
+            if let Some(cap) = self.cut {
+                if self.chunks_counted(rec) >= cap.chunks {
+                    self.cut_off(cap);
+                    return;
+                }
+            }
+            // Past the kept budget the text is counted, not kept (crate::kept); without a
+            // budget (no max_tokens) nothing is measured here.
             let keep = match self.kept {
                 None => t.len(),
-                Some(_) if self.text_full => 0,
                 Some(k) => {
+                    let len = crate::kept::json_text_len(t);
+                    self.text_bytes = self.text_bytes.saturating_add(len);
                     let room = k.text_bytes.saturating_sub(self.kept_text);
-                    if len <= room {
+                    let keep = if self.text_full {
+                        0
+                    } else if len <= room {
                         t.len()
                     } else {
                         crate::kept::json_text_prefix(t, room)
-                    }
+                    };
+                    self.kept_text = self.kept_text.saturating_add(if keep == t.len() {
+                        len
+                    } else {
+                        crate::kept::json_text_len(&t[..keep])
+                    });
+                    keep
                 }
             };
             let (t, rest) = t.split_at(keep);
-            self.kept_text = self.kept_text.saturating_add(crate::kept::json_text_len(t));
             if !rest.is_empty() {
                 self.drop_text(rest, rec);
             }

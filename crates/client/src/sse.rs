@@ -67,9 +67,10 @@ pub struct SseParser {
     limit: usize,
 }
 
-/// Buffer capacity kept between events, bytes: a buffer that grew beyond it for one large
-/// event is shrunk back after it, so only the largest event's bytes are held while it lasts.
-const KEEP_CAPACITY: usize = 64 << 10;
+/// Buffer capacity kept between events, bytes (16 KiB, each of the line and data buffers): a
+/// buffer that grew beyond it for one large event is shrunk back after it, so the largest
+/// event's bytes are held only while it lasts.
+pub const KEEP_CAPACITY: usize = 16 << 10;
 
 /// Appends `add` to `buf`, growing its capacity at most to `limit` bytes (never the doubling
 /// past it that `extend_from_slice` may take): a buffer never holds more than its limit.
@@ -216,6 +217,19 @@ impl SseParser {
                     return Err(SseError::TooLong(limit));
                 }
                 extend_within(&mut line, &bytes[..end], limit);
+                // A `data` line that starts an event becomes the event's data in place (no
+                // second copy of a large event: the parser holds one buffer of it at a time).
+                if !self.has_data && line.starts_with(b"data:") {
+                    let skip = if line.get(5) == Some(&b' ') { 6 } else { 5 };
+                    line.drain(..skip);
+                    let mut spare = std::mem::replace(&mut self.data, line);
+                    spare.clear();
+                    spare.shrink_to(KEEP_CAPACITY);
+                    self.line = spare;
+                    self.has_data = true;
+                    bytes = &bytes[next..];
+                    continue;
+                }
                 let r = self.process_line(&line, &mut on_event);
                 line.clear();
                 line.shrink_to(KEEP_CAPACITY);

@@ -415,7 +415,7 @@ async fn chunk_bad_size_is_malformed_with_partial_text() {
 }
 
 /// `flood`: 24 MB of text in 24 events of 1 MiB. For `max_tokens` 16 it is cut off at the
-/// first event, longer than the client holds at once (128 KiB + the kept text budget: trial of
+/// first event, longer than the client holds at once (100 KiB + the kept text budget: trial of
 /// issue 39, finding 6, a server ignoring `max_tokens` ran the client out of memory; issue 39's
 /// later tester: a single 40 MB chunk was said to be keepalive bytes), a failed record naming
 /// that cap; without `max_tokens` (no cap) it is read to the end.
@@ -430,8 +430,8 @@ async fn flood_of_text_is_cut_off_at_the_cap_or_read_to_the_end() {
     assert_eq!(
         r.error.as_deref(),
         Some(
-            "response cut off: one SSE line or event longer than 132608 bytes (the client's \
-             cap on what it holds at once: 128 KiB + 32 × max_tokens 16 + 1 KiB): a single \
+            "response cut off: one SSE line or event longer than 103936 bytes (the client's \
+             cap on what it holds at once: 100 KiB + 32 × max_tokens 16 + 1 KiB): a single \
              event larger than the client's cap, not keepalive bytes"
         )
     );

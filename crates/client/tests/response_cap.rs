@@ -173,7 +173,7 @@ async fn chunks_past_the_kept_budget_are_counted_not_kept() {
 /// `output_not_kept`.
 #[tokio::test]
 async fn text_past_the_kept_budget_is_counted_not_kept() {
-    let text = "x".repeat(120_000);
+    let text = "x".repeat(100_000);
     let url = serve_endless(
         format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{text}\"}}]}}\n\n"),
         Some(12),
@@ -192,8 +192,8 @@ async fn text_past_the_kept_budget_is_counted_not_kept() {
     let rec = send_hi(&c, Some(8)).await;
     assert!(rec.success, "{:?}", rec.error);
     assert_eq!(rec.output_text.len(), 32 * 8 + 1024);
-    assert_eq!(rec.text_bytes_not_kept, 12 * 120_000 - (32 * 8 + 1024));
-    assert_eq!(rec.completion_tokens, 12 * 120_000);
+    assert_eq!(rec.text_bytes_not_kept, 12 * 100_000 - (32 * 8 + 1024));
+    assert_eq!(rec.completion_tokens, 12 * 100_000);
     assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
     assert_eq!((rec.chunks.len(), rec.chunks_not_kept), (12, 0));
     assert!(
@@ -204,7 +204,7 @@ async fn text_past_the_kept_budget_is_counted_not_kept() {
 }
 
 /// Issue 39, later tester: one 40 MB content chunk was cut off at the byte cap as "the rest
-/// carried no tokens (keepalive …)". One line longer than the client holds at once (128 KiB +
+/// carried no tokens (keepalive …)". One line longer than the client holds at once (100 KiB +
 /// 32 × max_tokens + 1 KiB) is cut off as such, when it passes that, not at the byte cap.
 #[tokio::test]
 async fn one_event_longer_than_the_client_holds_is_named() {
@@ -217,8 +217,8 @@ async fn one_event_longer_than_the_client_holds_is_named() {
     assert_eq!(
         rec.error.as_deref(),
         Some(
-            "response cut off: one SSE line or event longer than 132352 bytes (the client's cap \
-             on what it holds at once: 128 KiB + 32 × max_tokens 8 + 1 KiB): a single event \
+            "response cut off: one SSE line or event longer than 103680 bytes (the client's cap \
+             on what it holds at once: 100 KiB + 32 × max_tokens 8 + 1 KiB): a single event \
              larger than the client's cap, not keepalive bytes"
         )
     );
