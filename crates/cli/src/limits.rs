@@ -849,12 +849,13 @@ pub const SELFTEST_MAX_TOKENS_PER_CPU_SECOND: u64 = 4_000_000;
 /// round, finding 4: `ulimit -v` 184000 KiB passed the check, then ran out of memory midway)
 /// the records one level keeps, which grow with its `duration` (seconds): at most `duration`
 /// × `threads` × [`SELFTEST_MAX_TOKENS_PER_CPU_SECOND`] / `tokens` requests, plus one per
-/// stream finishing, each [`REQUEST_BYTES`] and its ITL gaps (8 bytes a token up to
-/// `inferbench_loadgen::kept::SPILL_VALUES` in all); each stream's output tokens in flight.
+/// stream finishing, each [`REQUEST_BYTES`] and its ITL gaps (8 bytes a kept chunk up to
+/// `inferbench_loadgen::kept::SPILL_VALUES` in all); what each stream keeps and holds of its
+/// response in flight (`kept_response_bytes`, `held_stream_bytes`).
 /// Levels run one after another, so the largest decides. `None` for a list selftest itself
 /// refuses.
 pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -> Option<Need> {
-    use inferbench_loadgen::options::limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN;
+    use inferbench_loadgen::options::limits::{held_stream_bytes, kept_gaps, kept_response_bytes};
     let most = levels
         .split(',')
         .map(|s| s.trim().parse::<u64>().ok())
@@ -868,14 +869,14 @@ pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -
             .min(u64::MAX as f64) as u64;
     let requests = (streamed / tokens).saturating_add(most);
     let gaps = requests
-        .saturating_mul(tokens)
+        .saturating_mul(kept_gaps(tokens))
         .min(inferbench_loadgen::kept::SPILL_VALUES as u64);
     Some(Need {
         flag: "--concurrency",
         streams: most,
         requests,
         per_stream: 1,
-        request_bytes: tokens.saturating_mul(BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN),
+        request_bytes: kept_response_bytes(tokens).saturating_add(held_stream_bytes(tokens)),
         prompt_bytes: 0,
         output_bytes: gaps.saturating_mul(8),
         uncapped: false,
@@ -1395,7 +1396,10 @@ mod tests {
                 streams: 4096,
                 requests: 156_250 + 4096,
                 per_stream: 1,
-                request_bytes: 256 * 48,
+                // What the client keeps of a response for 256 tokens (272 chunk entries × 48 B,
+                // (32 × 256 + 1024) bytes of text × 2) and holds while reading it (2 × (100 KiB
+                // + 9,216 B) + 32 KiB): issue 39, one rule with what the client keeps.
+                request_bytes: 272 * 48 + 9216 * 2 + 2 * (102_400 + 9216) + 32_768,
                 prompt_bytes: 0,
                 output_bytes: (1 << 20) * 8,
                 uncapped: false,
