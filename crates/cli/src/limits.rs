@@ -712,6 +712,7 @@ pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
         num_prompts: Some(usize::try_from(prompts).unwrap_or(usize::MAX)),
         output_len: opts.output_len,
         max_context_tokens: inferbench_loadgen::options::limits::MAX_TOKENS,
+        reply_bytes: inferbench_loadgen::options::limits::dataset_reply_bytes(opts.save_detailed),
         ..Default::default()
     };
     inferbench_workload::dataset_budget_need(kind, path, &load).unwrap_or(0)

@@ -1,6 +1,6 @@
 //! Issue 39, later tester: the advised `ulimit -f` / `ulimit -v` must be true against a server
-//! that stays inside the client's per-response caps (16 × max_tokens + 64 token chunks, 1 MiB
-//! + 64 KiB × max_tokens of body). Two such servers made it false: 16 × max_tokens one-byte
+//! that stays inside the client's per-response caps (16 × max_tokens + 64 token chunks, and
+//! 1 MiB + 64 KiB × max_tokens of body). Two such servers made it false: 16 × max_tokens one-byte
 //! chunks grew the records file past the advised `ulimit -f`, 64 chunks of 60 KB ran the run
 //! out of memory at the advised `ulimit -v`. The caps still decide when a response is cut off;
 //! what the client keeps of a response is bounded by the budget the estimates count

@@ -888,6 +888,19 @@ pub mod limits {
         }
     }
 
+    /// What the record of a dataset prompt's reply of N tokens costs the prompts' memory
+    /// budget (`inferbench_workload::DatasetOptions::reply_bytes`): with `--save-detailed`
+    /// (`whole`: records kept whole until the summary) what the client keeps of a response,
+    /// [`kept_response_bytes`]; otherwise the loader's default (its ITL gaps and a share of a
+    /// request in flight, `inferbench_workload::dataset::reply_record_bytes`).
+    pub fn dataset_reply_bytes(whole: bool) -> fn(u64) -> u64 {
+        if whole {
+            kept_response_bytes
+        } else {
+            inferbench_workload::dataset::reply_record_bytes
+        }
+    }
+
     /// Memory one stream holds while it reads a response of a request for `max_tokens` tokens
     /// besides what its record keeps, bytes: [`inferbench_client::kept::held_stream_bytes`]
     /// (the largest event it may hold, twice, and the parser's buffers).
@@ -1113,6 +1126,13 @@ mod tests {
         assert_eq!(limits::kept_response_bytes(128), 144 * 48 + 5120 * 2);
         assert_eq!(limits::kept_response_bytes(0), 0);
         assert_eq!(limits::held_stream_bytes(128), 247_808);
+        // A dataset prompt's reply: a whole record's kept bytes with --save-detailed, else the
+        // loader's 32 bytes a token.
+        assert_eq!(
+            limits::dataset_reply_bytes(true)(128),
+            limits::kept_response_bytes(128)
+        );
+        assert_eq!(limits::dataset_reply_bytes(false)(128), 128 * 32);
         assert_eq!(
             o.estimated_memory_bytes(),
             16_384_000 + 1_024_000 + 1_144_000 + 264_960_000
