@@ -250,3 +250,30 @@ async fn bytes_without_tokens_are_cut_off_as_such() {
         );
     }
 }
+
+/// The same for a body that is not streamed: one JSON body longer than the client holds at
+/// once is cut off as such while it is read (not read up to the byte cap, 64 MiB without one).
+#[tokio::test]
+async fn one_json_body_longer_than_the_client_holds_is_named() {
+    let url = serve_endless(
+        format!(
+            "{{\"choices\":[{{\"index\":0,\"text\":\"{}",
+            "x".repeat(50_000)
+        ),
+        None,
+    )
+    .await;
+    let rec = tokio::time::timeout(Duration::from_secs(20), send_hi(&client(url), Some(8)))
+        .await
+        .expect("the response was never cut off");
+    assert!(!rec.success);
+    assert_eq!(rec.error_class, Some(ErrorClass::StreamError));
+    assert_eq!(
+        rec.error.as_deref(),
+        Some(
+            "response cut off: one JSON body longer than 103680 bytes (the client's cap on what \
+             it holds at once: 100 KiB + 32 × max_tokens 8 + 1 KiB): a single event larger than \
+             the client's cap, not keepalive bytes"
+        )
+    );
+}
