@@ -45,10 +45,29 @@ pub const DB_GROWTH_BYTES: u64 = 16 * KIB;
 /// with room for an error message and a finish reason.
 pub const RECORD_UPPER_BYTES: u64 = 1536;
 
-/// Bytes per output token of a saved record at most: one chunk's `{"t_ns":…,"channel":…},`
-/// with a 20-digit time and the longest channel name (52) and 16 bytes of the token's text
-/// (4 measured for the sim's English words).
-pub const RECORD_UPPER_BYTES_PER_TOKEN: u64 = 68;
+/// Bytes per chunk entry of a saved record at most: one chunk's
+/// `{"t_ns":…,"channel":"reasoning","tokens":…},` with a 16-digit time (115 days in ns: runs
+/// are at most 7 days, their timeouts as long), the longest channel name and a 10-digit token
+/// count (`continuous_usage_stats`): 68. A record keeps at most
+/// `inferbench_client::kept::kept_chunks` entries and `kept_text_bytes` of text as JSON writes
+/// it: the one rule of the client and this estimate (issue 39, later tester: 16 × max_tokens
+/// one-byte chunks, inside the client's caps, made the advised `ulimit -f` false).
+pub const RECORD_UPPER_BYTES_PER_CHUNK: u64 = 68;
+
+/// Bytes per output token of one saved record at most, as a line that grows with its tokens
+/// (a replay's records room, whose lines are planned per token): one kept chunk entry
+/// ([`RECORD_UPPER_BYTES_PER_CHUNK`]) and its kept text
+/// (`inferbench_client::kept::KEPT_TEXT_BYTES_PER_MAX_TOKEN`): with
+/// [`record_upper_line_base`], `records_upper_bytes(1, n)` = base + n × this for n ≥ 1.
+pub const RECORD_UPPER_BYTES_PER_TOKEN: u64 =
+    RECORD_UPPER_BYTES_PER_CHUNK + inferbench_client::kept::KEPT_TEXT_BYTES_PER_MAX_TOKEN;
+
+/// Bytes of one saved record at most before its tokens' part (see
+/// [`RECORD_UPPER_BYTES_PER_TOKEN`]): [`RECORD_UPPER_BYTES`] and what the client keeps of any
+/// response beyond its tokens (its extra chunk entries and extra text).
+pub fn record_upper_line_base() -> u64 {
+    records_upper_bytes(1, 1).saturating_sub(RECORD_UPPER_BYTES_PER_TOKEN)
+}
 
 /// Bytes of a `bench` result file at most without `--save-detailed` (35 KiB measured for 256
 /// requests: its size does not grow with the request count).
@@ -59,10 +78,11 @@ pub const RESULT_UPPER_BYTES: u64 = 64 * KIB;
 /// and the brackets of its `itls` list.
 pub const DETAILED_UPPER_BYTES_PER_REQUEST: u64 = 640;
 
-/// Bytes per output token that `--save-detailed` adds to the result file at most: its `itls`
-/// line (indent, a 24-character number, `,` and newline: 32) and 24 bytes of its text in
-/// `generated_texts` (15.6 bytes per token measured in all with the sim's zero ITLs).
-pub const DETAILED_UPPER_BYTES_PER_TOKEN: u64 = 56;
+/// Bytes per kept chunk that `--save-detailed` adds to the result file at most: its `itls`
+/// line (indent, a 24-character number, `,` and newline: 32); its text in `generated_texts` is
+/// counted by the client's kept text budget (`inferbench_client::kept::kept_text_bytes`, as
+/// JSON writes it).
+pub const DETAILED_UPPER_BYTES_PER_CHUNK: u64 = 32;
 
 /// Bytes of a new SQLite database at most before its requests: the schema and one point's
 /// rows with its server-metric samples (160 KiB measured with 256 requests against the
@@ -145,25 +165,43 @@ impl Planned {
     }
 }
 
+/// What a record of a request for `osl` tokens keeps at most: (chunk entries, text bytes as
+/// JSON writes them), the client's kept budget (`inferbench_client::kept`); (0, 0) for 0
+/// tokens (no `max_tokens` known).
+fn kept(osl: u64) -> (u64, u64) {
+    use inferbench_client::kept::{kept_chunks, kept_text_bytes};
+    match osl {
+        0 => (0, 0),
+        n => (kept_chunks(n), kept_text_bytes(n)),
+    }
+}
+
 /// The bytes of `records` saved request records of `osl` output tokens each, at most (as
-/// estimated: [`RECORD_UPPER_BYTES`], [`RECORD_UPPER_BYTES_PER_TOKEN`]).
+/// estimated: [`RECORD_UPPER_BYTES`], and what the client keeps of a response: its chunk
+/// entries × [`RECORD_UPPER_BYTES_PER_CHUNK`] and its text).
 pub fn records_upper_bytes(records: u64, osl: u64) -> u64 {
+    let (chunks, text) = kept(osl);
     records.saturating_mul(
-        RECORD_UPPER_BYTES.saturating_add(osl.saturating_mul(RECORD_UPPER_BYTES_PER_TOKEN)),
+        RECORD_UPPER_BYTES
+            .saturating_add(chunks.saturating_mul(RECORD_UPPER_BYTES_PER_CHUNK))
+            .saturating_add(text),
     )
 }
 
 /// The bytes of a `bench` result file at most: [`RESULT_UPPER_BYTES`], and with
-/// `--save-detailed` (`detailed`) each of `requests` profile requests' arrays of `osl`
-/// output tokens.
+/// `--save-detailed` (`detailed`) each of `requests` profile requests' arrays: what the client
+/// keeps of a response for `osl` tokens (its chunk entries × [`DETAILED_UPPER_BYTES_PER_CHUNK`]
+/// and its text).
 pub fn result_upper_bytes(detailed: bool, requests: u64, osl: u64) -> u64 {
     if !detailed {
         return RESULT_UPPER_BYTES;
     }
+    let (chunks, text) = kept(osl);
     RESULT_UPPER_BYTES.saturating_add(
         requests.saturating_mul(
             DETAILED_UPPER_BYTES_PER_REQUEST
-                .saturating_add(osl.saturating_mul(DETAILED_UPPER_BYTES_PER_TOKEN)),
+                .saturating_add(chunks.saturating_mul(DETAILED_UPPER_BYTES_PER_CHUNK))
+                .saturating_add(text),
         ),
     )
 }
@@ -396,11 +434,14 @@ mod tests {
         );
         assert!(check(&planned, Some(1999 * 1024)).is_err());
         assert_eq!(check(&planned, Some(2000 * 1024)), Ok(()));
-        assert_eq!(records_upper_bytes(2, 128), 2 * (1536 + 128 * 68));
+        // What the client keeps for 128 tokens: 128 + 16 chunk entries, 32 × 128 + 1024 bytes
+        // of text.
+        assert_eq!(records_upper_bytes(2, 128), 2 * (1536 + 144 * 68 + 5120));
+        assert_eq!(records_upper_bytes(2, 0), 2 * 1536);
         assert_eq!(result_upper_bytes(false, 256, 128), 64 * 1024);
         assert_eq!(
             result_upper_bytes(true, 2, 10),
-            64 * 1024 + 2 * (640 + 10 * 56)
+            64 * 1024 + 2 * (640 + 26 * 32 + 1344)
         );
         assert_eq!(
             db_upper_bytes("/nonexistent/x.db", 10),

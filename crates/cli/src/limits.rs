@@ -723,6 +723,7 @@ pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
         num_prompts: Some(usize::try_from(prompts).unwrap_or(usize::MAX)),
         output_len: opts.output_len,
         max_context_tokens: inferbench_loadgen::options::limits::MAX_TOKENS,
+        reply_bytes: inferbench_loadgen::options::limits::dataset_reply_bytes(opts.save_detailed),
         ..Default::default()
     };
     inferbench_workload::dataset_budget_need(kind, path, &load).unwrap_or(0)
@@ -868,15 +869,16 @@ pub const SELFTEST_MAX_REQUESTS_PER_CPU_SECOND: u64 = 100_000;
 /// the records one level keeps, which grow with its `duration` (seconds): at most `duration`
 /// × `threads` × the smaller of [`SELFTEST_MAX_TOKENS_PER_CPU_SECOND`] / `tokens` and
 /// [`SELFTEST_MAX_REQUESTS_PER_CPU_SECOND`] requests, plus one per stream finishing, each
-/// [`REQUEST_BYTES`] and its ITL gaps (8 bytes a token up to
-/// `inferbench_loadgen::kept::SPILL_VALUES` in all); each stream's output tokens in flight.
+/// [`REQUEST_BYTES`] and its ITL gaps (8 bytes a kept chunk up to
+/// `inferbench_loadgen::kept::SPILL_VALUES` in all); what each stream keeps and holds of its
+/// response in flight (`kept_response_bytes`, `held_stream_bytes`).
 /// Levels run one after another, so the largest decides. The count is an upper estimate, not
 /// what a level sends: a level is a closed loop over its duration, which sends as many
 /// requests as the client completes; under `ulimit -v` a level that reaches what the limit
 /// holds stops sending (`selftest`'s record bound), so an estimate below what a faster client
 /// sends cannot abort it. `None` for a list selftest itself refuses.
 pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -> Option<Need> {
-    use inferbench_loadgen::options::limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN;
+    use inferbench_loadgen::options::limits::{held_stream_bytes, kept_gaps, kept_response_bytes};
     let most = levels
         .split(',')
         .map(|s| s.trim().parse::<u64>().ok())
@@ -894,14 +896,14 @@ pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -
             .min(u64::MAX as f64) as u64;
     let requests = (streamed / tokens).min(by_requests).saturating_add(most);
     let gaps = requests
-        .saturating_mul(tokens)
+        .saturating_mul(kept_gaps(tokens))
         .min(inferbench_loadgen::kept::SPILL_VALUES as u64);
     Some(Need {
         flag: "--concurrency",
         streams: most,
         requests,
         per_stream: 1,
-        request_bytes: tokens.saturating_mul(BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN),
+        request_bytes: kept_response_bytes(tokens).saturating_add(held_stream_bytes(tokens)),
         prompt_bytes: 0,
         output_bytes: gaps.saturating_mul(8),
         uncapped: false,
@@ -1421,7 +1423,10 @@ mod tests {
                 streams: 4096,
                 requests: 156_250 + 4096,
                 per_stream: 1,
-                request_bytes: 256 * 48,
+                // What the client keeps of a response for 256 tokens (272 chunk entries × 48 B,
+                // (32 × 256 + 1024) bytes of text × 2) and holds while reading it (2 × (100 KiB
+                // + 9,216 B) + 32 KiB): issue 39, one rule with what the client keeps.
+                request_bytes: 272 * 48 + 9216 * 2 + 2 * (102_400 + 9216) + 32_768,
                 prompt_bytes: 0,
                 output_bytes: (1 << 20) * 8,
                 uncapped: false,

@@ -33,7 +33,9 @@ fn under_limit(dir: &std::path::Path, blocks: u64, args: &str) -> (Option<i32>, 
 
 /// Issue 39's leftovers, 2: a dataset run without `--output-len` was estimated without its
 /// lines' output tokens (20 × 1,536 bytes, under 50 KiB) and hit `ulimit -f` midway. Its lines'
-/// own lengths (64 tokens) are counted: 20 records of at most 1,536 + 64 × 68 bytes, 115 KiB,
+/// own lengths (64 tokens) are counted: 20 records of at most 1,536 bytes + what the client
+/// keeps of a response for 64 tokens (80 chunk entries × 68 bytes and 3,072 bytes of text:
+/// issue 39, later tester), 197 KiB,
 /// refused up front (exit 2, nothing sent), and at the advised value the run ends whole.
 /// A limit the records file's upper estimate cannot know (a closed-loop `--duration`, whose
 /// request count is not known up front) makes the write fail at run time: exit 1, the summary
@@ -57,13 +59,13 @@ fn a_file_size_limit_fails_the_point_instead_of_killing_it() {
         (code, err.as_str()),
         (
             Some(2),
-            "error: `ulimit -f` limits each file to 50 KiB; --save-requests may hold up to 115 \
-             KiB (at least 8 KiB): nothing was sent; raise the limit to at least 115 (`ulimit \
-             -f 115`, in KiB as bash counts; 230 in sh's 512-byte blocks) or `ulimit -f \
+            "error: `ulimit -f` limits each file to 50 KiB; --save-requests may hold up to 197 \
+             KiB (at least 8 KiB): nothing was sent; raise the limit to at least 197 (`ulimit \
+             -f 197`, in KiB as bash counts; 394 in sh's 512-byte blocks) or `ulimit -f \
              unlimited`\n"
         )
     );
-    let (code, out, err) = under_limit(dir.path(), 230, &dataset);
+    let (code, out, err) = under_limit(dir.path(), 394, &dataset);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("Successful requests:"), "no summary: {out}");
     let lines = std::fs::read_to_string(dir.path().join("rdf/req.jsonl")).unwrap();
@@ -218,13 +220,13 @@ fn a_run_at_the_advised_file_size_limit_runs_to_the_end() {
         (code, err.as_str()),
         (
             Some(2),
-            "error: `ulimit -f` limits each file to 20 KiB; --save-requests may hold up to 2880 \
-             KiB (at least 1060 KiB): nothing was sent; raise the limit to at least 2880 \
-             (`ulimit -f 2880`, in KiB as bash counts; 5760 in sh's 512-byte blocks) or \
+            "error: `ulimit -f` limits each file to 20 KiB; --save-requests may hold up to 4626 \
+             KiB (at least 1060 KiB): nothing was sent; raise the limit to at least 4626 \
+             (`ulimit -f 4626`, in KiB as bash counts; 9252 in sh's 512-byte blocks) or \
              `ulimit -f unlimited`\n"
         )
     );
-    let (code, out, err) = under_limit(dir.path(), 5760, &args);
+    let (code, out, err) = under_limit(dir.path(), 9252, &args);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("Successful requests:"), "no summary: {out}");
     let lines = std::fs::read_to_string(dir.path().join("q.jsonl")).unwrap();

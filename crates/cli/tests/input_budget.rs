@@ -556,7 +556,7 @@ fn every_advised_ulimit_v_starts_the_run_in_one_step() {
         (
             &random,
             "150000",
-            "(4751 KiB per stream, 1 KiB per request, 175 MiB besides for the binary and 6 \
+            "(17488 KiB per stream, 1 KiB per request, 175 MiB besides for the binary and 6 \
              threads and 2 MiB of prompts (lower --random-input-len or --num-prompts) and 8 MiB \
              of the records' output tokens (lower --random-output-len or --num-prompts), as \
              measured) and the address-space limit `ulimit -v` is 146 MiB; no concurrency fits; \
@@ -936,7 +936,7 @@ fn replay_and_sweep_with_traces_run_at_the_ulimit_v_their_first_check_advises() 
         let (o, text) = run("150000", "r0");
         assert_eq!(o.status.code(), Some(2), "{name}: {text}");
         // The first check already counts the traces' largest request per lane.
-        assert!(text.contains("(151 KiB per stream,"), "{name}: {text}");
+        assert!(text.contains("(463 KiB per stream,"), "{name}: {text}");
         let kib = advised(&text);
         let (o, text) = run(&kib, "r1");
         assert_eq!(
@@ -999,7 +999,7 @@ fn a_duration_closed_loop_says_what_its_memory_check_cannot_know() {
         text.contains(
             "; --duration 1 s with no --request-rate sends as many requests as the server \
              answers, not known up front: this counts 640 (--num-prompts and --num-warmups) \
-             and each further one keeps about 13 KiB until the summary, so the run may need \
+             and each further one keeps about 32 KiB until the summary, so the run may need \
              more; pass --request-rate to bound it, or lower --duration (nothing was sent)\n"
         ),
         "{text}"

@@ -772,8 +772,13 @@ impl Client {
             },
             labelled_sse: head.labelled_sse,
             decoder,
-            parser: SseParser::new(),
-            interp: Interpreter::for_backend(self.cfg.backend, self.cfg.allow_empty_content),
+            // One event, or a non-streamed body, is held up to the client's cap when the
+            // request has a max_tokens (crate::kept::held_bytes).
+            parser: input
+                .max_tokens
+                .map_or_else(SseParser::new, |m| SseParser::with_limit(held_limit(m))),
+            interp: Interpreter::for_backend(self.cfg.backend, self.cfg.allow_empty_content)
+                .keeping(input.max_tokens, self.cfg.token_counter.clone()),
             raw: Vec::new(),
             done_read_ns: None,
             cap: input.max_tokens.map(ResponseCap::of),
@@ -1446,6 +1451,36 @@ impl ResponseCap {
     }
 }
 
+/// The longest event or non-streamed body held for a request for `max_tokens` tokens, bytes
+/// ([`crate::kept::held_bytes`]).
+fn held_limit(max_tokens: u32) -> usize {
+    usize::try_from(crate::kept::held_bytes(u64::from(max_tokens))).unwrap_or(usize::MAX)
+}
+
+/// Why a response was cut off at one `what` (an SSE line or event, a JSON body) longer than
+/// `most` bytes, the client's cap on what it holds at once for `cap`'s `max_tokens`.
+fn held_past(cap: ResponseCap, most: usize, what: &str) -> String {
+    format!(
+        "response cut off: one {what} longer than {most} bytes (the client's cap on what it holds \
+         at once: 100 KiB + 32 × max_tokens {} + 1 KiB): a single event larger than the \
+         client's cap, not keepalive bytes",
+        cap.max_tokens
+    )
+}
+
+/// The failure of an SSE framing error: past the per-request limit (`cap`: a request with a
+/// `max_tokens`) the response is cut off ([`held_past`], `stream_error`); past the parser's
+/// own limit, malformed.
+fn too_long(e: crate::sse::SseError, cap: Option<ResponseCap>) -> (ErrorClass, String) {
+    match (e, cap) {
+        (crate::sse::SseError::TooLong(most), Some(c)) => (
+            ErrorClass::StreamError,
+            held_past(c, most, "SSE line or event"),
+        ),
+        (e, _) => (ErrorClass::Malformed, e.to_string()),
+    }
+}
+
 impl BodyState {
     /// Bytes as they came off the connection. `Ok(false)`: stop reading (enough of an error
     /// body). Errors: undecodable content encoding, SSE framing limits, JSON body too large.
@@ -1473,10 +1508,12 @@ impl BodyState {
     ) -> Result<bool, (ErrorClass, String)> {
         self.decoded = self.decoded.saturating_add(data.len() as u64);
         if let Some(cap) = self.cap {
+            // Chunks and text counted, kept or not (crate::kept): a response whose text is
+            // past the kept budget is not made of keepalives.
             if let Some(why) = cap.passed(
                 self.decoded,
-                rec.chunks.len() as u64,
-                rec.output_text.len() as u64,
+                self.interp.chunks_counted(rec),
+                self.interp.text_bytes(),
             ) {
                 return Err((ErrorClass::StreamError, why));
             }
@@ -1484,23 +1521,22 @@ impl BodyState {
         match self.mode {
             Mode::Sse => {
                 let interp = &mut self.interp;
+                let cap = self.cap;
                 self.parser
                     .feed(data, |ev| interp.on_event(ev, t, rec))
-                    .map_err(|e| (ErrorClass::Malformed, e.to_string()))?;
-                // The chunks this read carried, counted at once (a `[DONE]` in the same read
-                // does not make them whole).
-                if let Some(why) = (self.cap).and_then(|c| c.passed(0, rec.chunks.len() as u64, 0))
-                {
-                    return Err((ErrorClass::StreamError, why));
-                }
+                    .map_err(|e| too_long(e, cap))?;
                 Ok(true)
             }
             Mode::Json => {
-                if self.raw.len() + data.len() > MAX_JSON_BODY {
-                    return Err((
-                        ErrorClass::Malformed,
-                        format!("JSON response body over {MAX_JSON_BODY} bytes"),
-                    ));
+                let most = self.cap.map_or(MAX_JSON_BODY, |c| held_limit(c.max_tokens));
+                if self.raw.len() + data.len() > most {
+                    return Err(match self.cap {
+                        Some(c) => (ErrorClass::StreamError, held_past(c, most, "JSON body")),
+                        None => (
+                            ErrorClass::Malformed,
+                            format!("JSON response body over {MAX_JSON_BODY} bytes"),
+                        ),
+                    });
                 }
                 self.raw.extend_from_slice(data);
                 Ok(true)
@@ -1546,9 +1582,10 @@ impl BodyState {
         match self.mode {
             Mode::Sse => {
                 let interp = &mut self.interp;
+                let cap = self.cap;
                 self.parser
                     .finish(|ev| interp.on_event(ev, t, rec))
-                    .map_err(|e| (ErrorClass::Malformed, e.to_string()))?;
+                    .map_err(|e| too_long(e, cap))?;
             }
             Mode::Json => {
                 let body = self.raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&self.raw);

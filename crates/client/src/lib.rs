@@ -38,6 +38,7 @@ pub(crate) mod fastchunk;
 pub mod get;
 pub mod headers;
 pub mod http;
+pub mod kept;
 pub(crate) mod lenient;
 pub mod models;
 pub mod openai;

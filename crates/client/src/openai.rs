@@ -36,6 +36,7 @@ use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSour
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::kept::KeptBudget;
 use crate::lenient::{self, LCount, LStr, Obj, ObjList, TextKind, TextWire, ToolCalls, WrongType};
 use crate::sse::SseEvent;
 
@@ -620,16 +621,25 @@ pub struct PendingCount {
     refusal: String,
     /// Token-bearing chunks whose tokens are tool calls only (no text to count).
     tool_chunks: usize,
+    /// Tokens of the text that was not kept ([`crate::kept`]), counted chunk by chunk as it
+    /// streamed; `None` when the counter failed on it (or there was none while text was
+    /// dropped): the count then stands on the chunks.
+    not_kept_tokens: Option<usize>,
+    /// Token-bearing chunks the record counted, kept or not.
+    chunks: u32,
 }
 
 impl PendingCount {
     /// Tokens of `output_text` plus the refusal and reasoning text, via [`count_tokens`]
-    /// (linear time, no unwinding), plus one per tool-call-only chunk (their arguments are not
+    /// (linear time, no unwinding), plus those of the text not kept (counted as it streamed,
+    /// each chunk's text alone: a token split across two chunks' texts, or across the end of
+    /// the kept text, may count once on each side, so at most one token per chunk past the
+    /// kept budget above the whole text's count), plus one per tool-call-only chunk (their arguments are not
     /// kept, and every token-bearing chunk carries at least one token: a lower bound; a
     /// tool-call-only stream used to count 0, break test of issue 14); `None` when the counter
     /// panicked.
     pub fn count(&self, output_text: &str, counter: &TokenCounter) -> Option<usize> {
-        let mut n = count_tokens(counter, output_text)?;
+        let mut n = count_tokens(counter, output_text)?.saturating_add(self.not_kept_tokens?);
         for other in [&self.refusal, &self.reasoning] {
             if !other.is_empty() {
                 n = n.saturating_add(count_tokens(counter, other)?);
@@ -653,7 +663,7 @@ impl PendingCount {
     /// did not show), which [`inferbench_core::anomaly::detect`] compares with the usage.
     pub fn apply(&self, n: usize, rec: &mut RequestRecord) {
         let n = u32::try_from(n).unwrap_or(u32::MAX);
-        let streamed = n.max(u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX));
+        let streamed = n.max(self.chunks);
         if self.check_usage {
             rec.completion_tokens_client = Some(streamed.saturating_add(self.hidden_reasoning));
         } else {
@@ -726,6 +736,53 @@ pub struct Interpreter {
     /// `--allow-empty-content`: the first chunk with a content field, even an empty one, ends
     /// TTFT (and TTFO); it carries no token and adds no chunk.
     pub(crate) allow_empty_content: bool,
+    /// What the record keeps ([`crate::kept`]); `None` without a `max_tokens`.
+    kept: Option<KeptBudget>,
+    /// The response's chunk cap ([`crate::http::ResponseCap::chunks`]): the token-bearing
+    /// chunk past it cuts the response off, not counted.
+    cut: Option<crate::http::ResponseCap>,
+    /// Counts the text not kept as it streams (the client's tokenizer).
+    counter: Option<Counter>,
+    /// Generated text so far over every channel, bytes as JSON writes them
+    /// ([`crate::kept::json_text_len`]), kept or not; measured only with a kept budget.
+    pub(crate) text_bytes: u64,
+    /// The part of it kept in the record (`output_text`, and the refusal and reasoning text).
+    kept_text: u64,
+    /// Text was dropped: nothing more is kept (the kept text stays one prefix).
+    text_full: bool,
+    /// Token-bearing chunks counted but not kept (`chunks_not_kept`).
+    chunks_not_kept: u64,
+    /// Those of them whose tokens are tool calls only.
+    tool_chunks_not_kept: usize,
+    /// Tokens of the dropped text, counted chunk by chunk; `None` once the counter failed on
+    /// one (or text was dropped with no counter).
+    not_kept_tokens: Option<usize>,
+}
+
+/// Runs `count` (tokenizing text that is not kept, as it streams) where it stalls no other
+/// stream: on a multi-thread runtime's worker through `block_in_place` (the runtime hands this
+/// worker's other tasks to another thread meanwhile; the handed case
+/// `degenerate-output-without-usage` made other streams' TTFT 30 ms late when counted inline),
+/// elsewhere (a current-thread runtime, no runtime) inline. Nothing is copied: the text is
+/// counted where it lies.
+fn count_off_io<T>(count: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(count)
+        }
+        _ => count(),
+    }
+}
+
+/// The token counter an [`Interpreter`] counts dropped text with.
+#[derive(Clone)]
+struct Counter(std::sync::Arc<TokenCounter>);
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Counter")
+    }
 }
 
 /// Appends `s` to `dst`. `relaxed`: `s` came through [`lenient::relax`] and may start with a
@@ -776,8 +833,58 @@ impl Interpreter {
         Self {
             responses: backend == Backend::OpenAiResponses,
             allow_empty_content,
+            not_kept_tokens: Some(0),
             ..Self::default()
         }
+    }
+
+    /// Bounds what the record keeps for a request for `max_tokens` tokens ([`crate::kept`]:
+    /// chunk entries and text past the budget are counted, not kept) and cuts the response off
+    /// at its chunk cap ([`crate::http::ResponseCap`]); `counter` tokenizes the text not kept
+    /// as it streams (the tokenizer fallback when no usage comes). Without `max_tokens`
+    /// everything is kept.
+    pub fn keeping(
+        mut self,
+        max_tokens: Option<u32>,
+        counter: Option<std::sync::Arc<TokenCounter>>,
+    ) -> Self {
+        self.kept = max_tokens.map(KeptBudget::of);
+        self.cut = max_tokens.map(crate::http::ResponseCap::of);
+        self.counter = counter.map(Counter);
+        self.not_kept_tokens = Some(0);
+        self
+    }
+
+    /// Fails the response: a token-bearing chunk came past `cap`'s chunks.
+    fn cut_off(&mut self, cap: crate::http::ResponseCap) {
+        if let Some(why) = cap.passed(0, cap.chunks.saturating_add(1), 0) {
+            self.fail(ErrorClass::StreamError, why);
+        }
+    }
+
+    /// Token-bearing chunks so far, kept or not.
+    pub fn chunks_counted(&self, rec: &RequestRecord) -> u64 {
+        (rec.chunks.len() as u64).saturating_add(self.chunks_not_kept)
+    }
+
+    /// Generated text so far over every channel, kept or not, bytes as JSON writes them.
+    pub fn text_bytes(&self) -> u64 {
+        self.text_bytes
+    }
+
+    /// Counts `rest`, generated text past the kept budget: its bytes, and its tokens with the
+    /// counter (alone: see [`PendingCount::count`] for the rounding).
+    fn drop_text(&mut self, rest: &str, rec: &mut RequestRecord) {
+        self.text_full = true;
+        rec.text_bytes_not_kept = rec
+            .text_bytes_not_kept
+            .saturating_add(crate::kept::json_text_len(rest));
+        self.not_kept_tokens = match (self.not_kept_tokens, &self.counter) {
+            (Some(n), Some(c)) => {
+                count_off_io(|| count_tokens(&*c.0, rest)).map(|k| n.saturating_add(k))
+            }
+            _ => None,
+        };
     }
 
     /// Whether the events so far end a complete response: `[DONE]`, a `finish_reason`, or a
@@ -1143,6 +1250,15 @@ impl Interpreter {
         } else {
             Channel::Tool
         };
+        // The chunk past the cap cuts the response off and is not counted: the record counts
+        // exactly the cap's chunks (issue 39: a record cut at the cap said 244 chunks for a
+        // cap of 224, the rest of the read that passed it).
+        if let Some(cap) = self.cut {
+            if self.chunks_counted(rec) >= cap.chunks {
+                self.cut_off(cap);
+                return;
+            }
+        }
         if rec.first_token_ns.is_none() {
             rec.first_token_ns = Some(t_ns);
         }
@@ -1150,6 +1266,17 @@ impl Interpreter {
             rec.first_output_token_ns = Some(t_ns);
         }
         rec.last_token_ns = Some(t_ns);
+        if self
+            .kept
+            .is_some_and(|k| rec.chunks.len() as u64 >= k.chunks)
+        {
+            self.chunks_not_kept += 1;
+            rec.chunks_not_kept = rec.chunks_not_kept.saturating_add(1);
+            if channel == Channel::Tool {
+                self.tool_chunks_not_kept += 1;
+            }
+            return;
+        }
         rec.chunks.push(ChunkRecord {
             t_ns,
             channel,
@@ -1218,6 +1345,41 @@ impl Interpreter {
             if t.is_empty() {
                 return;
             }
+            // The text of the token-bearing chunk past the cap is not taken either (the cut
+            // record's text and counts are those of the cap's chunks).
+            if let Some(cap) = self.cut {
+                if self.chunks_counted(rec) >= cap.chunks {
+                    self.cut_off(cap);
+                    return;
+                }
+            }
+            // Past the kept budget the text is counted, not kept (crate::kept); without a
+            // budget (no max_tokens) nothing is measured here.
+            let keep = match self.kept {
+                None => t.len(),
+                Some(k) => {
+                    let len = crate::kept::json_text_len(t);
+                    self.text_bytes = self.text_bytes.saturating_add(len);
+                    let room = k.text_bytes.saturating_sub(self.kept_text);
+                    let keep = if self.text_full {
+                        0
+                    } else if len <= room {
+                        t.len()
+                    } else {
+                        crate::kept::json_text_prefix(t, room)
+                    };
+                    self.kept_text = self.kept_text.saturating_add(if keep == t.len() {
+                        len
+                    } else {
+                        crate::kept::json_text_len(&t[..keep])
+                    });
+                    keep
+                }
+            };
+            let (t, rest) = t.split_at(keep);
+            if !rest.is_empty() {
+                self.drop_text(rest, rec);
+            }
             match kind {
                 TextKind::Content => {
                     push_text(&mut rec.output_text, &mut self.pending_content, t, relaxed);
@@ -1263,9 +1425,11 @@ impl Interpreter {
             rec.prompt_tokens = p;
         }
         use inferbench_core::anomaly::{stream_bound, Anomaly};
+        let not_kept = self.chunks_not_kept > 0 || self.text_full;
         for (seen, code) in [
             (self.usage_invalid, Anomaly::UsageInvalid),
             (self.extra_choice, Anomaly::ExtraChoice),
+            (not_kept, Anomaly::OutputNotKept),
         ] {
             if seen && !rec.anomalies.contains(&code) {
                 rec.anomalies.push(code);
@@ -1273,10 +1437,17 @@ impl Interpreter {
         }
         // The server's count as sent when it was too large to be one (not taken).
         rec.completion_tokens_reported = self.usage_completion_big;
-        let chunks = u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX);
+        let chunks = u32::try_from(self.chunks_counted(rec)).unwrap_or(u32::MAX);
         let tool_chunks = (rec.chunks.iter())
             .filter(|c| c.channel == Channel::Tool)
-            .count();
+            .count()
+            .saturating_add(self.tool_chunks_not_kept);
+        // Dropped text with no counter (or one that failed on it): no count of it.
+        let not_kept_tokens = if self.text_full {
+            self.not_kept_tokens
+        } else {
+            Some(0)
+        };
         match self.usage_completion {
             Some(c) => {
                 rec.completion_tokens = c;
@@ -1296,6 +1467,8 @@ impl Interpreter {
                         reasoning: self.reasoning,
                         refusal: self.refusal,
                         tool_chunks: 0,
+                        not_kept_tokens,
+                        chunks,
                     })
             }
             None => {
@@ -1307,6 +1480,8 @@ impl Interpreter {
                     reasoning: self.reasoning,
                     refusal: self.refusal,
                     tool_chunks,
+                    not_kept_tokens,
+                    chunks,
                 })
             }
         }

@@ -38,9 +38,10 @@ pub struct SseEvent<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SseError {
-    /// A line or event grew beyond [`MAX_EVENT_BYTES`] without a line break.
-    #[error("SSE line or event longer than {MAX_EVENT_BYTES} bytes")]
-    TooLong,
+    /// A line or event grew beyond the parser's limit ([`MAX_EVENT_BYTES`], or the one given
+    /// to [`SseParser::with_limit`]), bytes.
+    #[error("SSE line or event longer than {0} bytes")]
+    TooLong(usize),
 }
 
 /// Incremental SSE parser. Reuse one per response; it keeps its buffers between events, so the
@@ -62,6 +63,24 @@ pub struct SseParser {
     /// How many bytes of a leading UTF-8 BOM (`EF BB BF`) matched so far; [`BOM_DONE`] once the
     /// start of the stream has been decided (BOM stripped or absent).
     bom: u8,
+    /// The longest line or event buffered, bytes; 0: [`MAX_EVENT_BYTES`].
+    limit: usize,
+}
+
+/// Buffer capacity kept between events, bytes (16 KiB, each of the line and data buffers): a
+/// buffer that grew beyond it for one large event is shrunk back after it, so the largest
+/// event's bytes are held only while it lasts.
+pub const KEEP_CAPACITY: usize = 16 << 10;
+
+/// Appends `add` to `buf`, growing its capacity at most to `limit` bytes (never the doubling
+/// past it that `extend_from_slice` may take): a buffer never holds more than its limit.
+fn extend_within(buf: &mut Vec<u8>, add: &[u8], limit: usize) {
+    let need = buf.len() + add.len();
+    if need > buf.capacity() {
+        let want = (buf.capacity() * 2).max(need).min(limit.max(need));
+        buf.reserve_exact(want - buf.len());
+    }
+    buf.extend_from_slice(add);
 }
 
 /// The UTF-8 encoding of U+FEFF.
@@ -73,6 +92,29 @@ impl SseParser {
     /// A fresh parser.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh parser that holds at most `limit` bytes of one line or event (a longer one is
+    /// [`SseError::TooLong`]); the client's per-request cap, `inferbench_client::kept::held_bytes`.
+    pub fn with_limit(limit: usize) -> Self {
+        Self {
+            limit: limit.clamp(1, MAX_EVENT_BYTES),
+            ..Self::default()
+        }
+    }
+
+    /// The longest line or event this parser buffers, bytes.
+    pub fn limit(&self) -> usize {
+        if self.limit == 0 {
+            MAX_EVENT_BYTES
+        } else {
+            self.limit
+        }
+    }
+
+    /// Bytes of the unfinished line and event buffered now.
+    pub fn pending_bytes(&self) -> usize {
+        self.line.len() + self.data.len()
     }
 
     /// Comment lines (`: …`) seen so far; they never become events.
@@ -115,7 +157,7 @@ impl SseParser {
 
     /// Feeds the next piece of the body; calls `on_event` for every event it completes, in order.
     ///
-    /// Errors: [`SseError::TooLong`] when a line or event exceeds [`MAX_EVENT_BYTES`]; the
+    /// Errors: [`SseError::TooLong`] when a line or event exceeds [`SseParser::limit`]; the
     /// parser should then be discarded.
     pub fn feed(
         &mut self,
@@ -125,6 +167,7 @@ impl SseParser {
         if self.bom != BOM_DONE {
             bytes = self.strip_bom(bytes);
         }
+        let limit = self.limit();
         if self.skip_lf && !bytes.is_empty() {
             self.skip_lf = false;
             if bytes[0] == b'\n' {
@@ -143,8 +186,8 @@ impl SseParser {
             {
                 if let Some(v) = bytes[..pos].strip_prefix(b"data:") {
                     let v = v.strip_prefix(b" ").unwrap_or(v);
-                    if v.len() + 1 > MAX_EVENT_BYTES {
-                        return Err(SseError::TooLong);
+                    if v.len() + 1 > limit {
+                        return Err(SseError::TooLong(limit));
                     }
                     on_event(SseEvent {
                         event: &self.event,
@@ -170,19 +213,36 @@ impl SseParser {
                 self.process_line(&bytes[..end], &mut on_event)?;
             } else {
                 let mut line = std::mem::take(&mut self.line);
-                line.extend_from_slice(&bytes[..end]);
+                if line.len() + end > limit {
+                    return Err(SseError::TooLong(limit));
+                }
+                extend_within(&mut line, &bytes[..end], limit);
+                // A `data` line that starts an event becomes the event's data in place (no
+                // second copy of a large event: the parser holds one buffer of it at a time).
+                if !self.has_data && line.starts_with(b"data:") {
+                    let skip = if line.get(5) == Some(&b' ') { 6 } else { 5 };
+                    line.drain(..skip);
+                    let mut spare = std::mem::replace(&mut self.data, line);
+                    spare.clear();
+                    spare.shrink_to(KEEP_CAPACITY);
+                    self.line = spare;
+                    self.has_data = true;
+                    bytes = &bytes[next..];
+                    continue;
+                }
                 let r = self.process_line(&line, &mut on_event);
                 line.clear();
+                line.shrink_to(KEEP_CAPACITY);
                 self.line = line;
                 r?;
             }
             bytes = &bytes[next..];
         }
         if !bytes.is_empty() {
-            if self.line.len() + bytes.len() > MAX_EVENT_BYTES {
-                return Err(SseError::TooLong);
+            if self.line.len() + bytes.len() > limit {
+                return Err(SseError::TooLong(limit));
             }
-            self.line.extend_from_slice(bytes);
+            extend_within(&mut self.line, bytes, limit);
         }
         Ok(())
     }
@@ -227,13 +287,14 @@ impl SseParser {
         };
         match name {
             b"data" => {
-                if self.data.len() + value.len() + 1 > MAX_EVENT_BYTES {
-                    return Err(SseError::TooLong);
+                let limit = self.limit();
+                if self.data.len() + value.len() + 1 > limit {
+                    return Err(SseError::TooLong(limit));
                 }
                 if self.has_data {
-                    self.data.push(b'\n');
+                    extend_within(&mut self.data, b"\n", limit);
                 }
-                self.data.extend_from_slice(value);
+                extend_within(&mut self.data, value, limit);
                 self.has_data = true;
             }
             b"event" => {
@@ -255,6 +316,7 @@ impl SseParser {
             });
         }
         self.data.clear();
+        self.data.shrink_to(KEEP_CAPACITY);
         self.event.clear();
         self.has_data = false;
     }
@@ -413,7 +475,10 @@ mod tests {
         let mut p = SseParser::new();
         let big = vec![b'x'; MAX_EVENT_BYTES / 2 + 1];
         p.feed(&big, |_| {}).unwrap();
-        assert_eq!(p.feed(&big, |_| {}), Err(SseError::TooLong));
+        assert_eq!(
+            p.feed(&big, |_| {}),
+            Err(SseError::TooLong(MAX_EVENT_BYTES))
+        );
     }
 
     /// Splits `s` at the given cut points (sorted, deduplicated, clamped).

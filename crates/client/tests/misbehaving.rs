@@ -13,7 +13,7 @@ use inferbench_client::{
     count_tokens, Backend, CancellationToken, Client, ClientConfig, MaxTokensField, RequestInput,
     RequestMeta, TokenCounter,
 };
-use inferbench_core::{ErrorClass, RequestRecord, TokenSource};
+use inferbench_core::{anomaly::Anomaly, ErrorClass, RequestRecord, TokenSource};
 
 /// A running `misbehaving_server.py`; killed on drop.
 struct Server {
@@ -161,7 +161,16 @@ async fn honor_max_tokens_only() {
     });
     let r = send(&chat_mct, Some(16)).await;
     assert_ok(&r, &words("t", 64), 64, TokenSource::Server);
-    assert_eq!(r.anomalies.len(), 1, "{:?}", r.anomalies);
+    // 64 chunks for max_tokens 16: the record keeps 16 + 16 chunk entries and counts the other
+    // 32 (issue 39: what a record keeps is bounded by the budget the estimates count); its
+    // 64 words of text are inside the kept text budget (32 × 16 + 1024 bytes).
+    assert_eq!(
+        r.anomalies,
+        vec![Anomaly::UsageExceedsMaxTokens, Anomaly::OutputNotKept]
+    );
+    assert_eq!((r.chunks.len(), r.chunks_not_kept), (32, 32));
+    assert_eq!(r.chunk_count(), 64);
+    assert_eq!(r.text_bytes_not_kept, 0);
 }
 
 /// Timing checks against a Python server on a shared machine: a batch whose timings miss the
@@ -405,10 +414,11 @@ async fn chunk_bad_size_is_malformed_with_partial_text() {
     }
 }
 
-/// `flood`: 24 MB of text. For `max_tokens` 16 it is cut off past the client's cap (1 MiB +
-/// 64 KiB × 16 of body: trial of issue 39, finding 6, a server ignoring `max_tokens` ran the
-/// client out of memory), a failed record naming the cap; without `max_tokens` (no cap) it is
-/// read to the end.
+/// `flood`: 24 MB of text in 24 events of 1 MiB. For `max_tokens` 16 it is cut off at the
+/// first event, longer than the client holds at once (100 KiB + the kept text budget: trial of
+/// issue 39, finding 6, a server ignoring `max_tokens` ran the client out of memory; issue 39's
+/// later tester: a single 40 MB chunk was said to be keepalive bytes), a failed record naming
+/// that cap; without `max_tokens` (no cap) it is read to the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flood_of_text_is_cut_off_at_the_cap_or_read_to_the_end() {
     let Some(s) = start("flood", &["mb=24"]) else {
@@ -420,8 +430,9 @@ async fn flood_of_text_is_cut_off_at_the_cap_or_read_to_the_end() {
     assert_eq!(
         r.error.as_deref(),
         Some(
-            "response cut off: more than 2097152 bytes (the client's cap: 1 MiB + 64 KiB × \
-             max_tokens 16): the server ignored max_tokens"
+            "response cut off: one SSE line or event longer than 103936 bytes (the client's \
+             cap on what it holds at once: 100 KiB + 32 × max_tokens 16 + 1 KiB): a single \
+             event larger than the client's cap, not keepalive bytes"
         )
     );
     let t0 = Instant::now();

@@ -74,11 +74,19 @@ pub enum Anomaly {
     /// ends the stream); the record notes that the server sent it (issue 39, finding 7).
     /// Noted by the client when it reads the chunks; a note only, the point stands.
     ExtraChoice,
+    /// The response carried more than the client keeps of one response
+    /// (`inferbench_client::kept`: `max_tokens` + 16 chunk entries, 32 × `max_tokens` + 1 KiB
+    /// of text): the rest was counted (chunks, tokens, bytes) but not kept
+    /// (`RequestRecord::chunks_not_kept`, `RequestRecord::text_bytes_not_kept`), so the records
+    /// file holds a prefix of its chunks and text and its ITL gaps are those of the kept chunks
+    /// only. Noted by the client while it reads the response; a note only, the request and the
+    /// point stand (issue 39: what the client keeps is bounded by what the estimates count).
+    OutputNotKept,
 }
 
 impl Anomaly {
     /// Every code, in summary order.
-    pub const ALL: [Anomaly; 9] = [
+    pub const ALL: [Anomaly; 10] = [
         Anomaly::UsageExceedsMaxTokens,
         Anomaly::UsageBelowStream,
         Anomaly::OslMismatch,
@@ -88,6 +96,7 @@ impl Anomaly {
         Anomaly::UsageInvalid,
         Anomaly::UsageAboveStream,
         Anomaly::ExtraChoice,
+        Anomaly::OutputNotKept,
     ];
 
     /// The code as written in records and summaries (`"usage_exceeds_max_tokens"`, …).
@@ -102,6 +111,7 @@ impl Anomaly {
             Anomaly::UsageInvalid => "usage_invalid",
             Anomaly::UsageAboveStream => "usage_above_stream",
             Anomaly::ExtraChoice => "extra_choice",
+            Anomaly::OutputNotKept => "output_not_kept",
         }
     }
 
@@ -176,6 +186,14 @@ impl Anomaly {
             Anomaly::ExtraChoice => format!(
                 "request {id}: the server sent data on a choice other than index 0 (one choice \
                  was asked for); it was not counted as output"
+            ),
+            Anomaly::OutputNotKept => format!(
+                "request {id}: the response carried more than the client keeps for max_tokens \
+                 {max}: {} token chunks and {} bytes of text were counted but not kept (the \
+                 record keeps {} chunks; its ITL gaps are those of the kept chunks)",
+                rec.chunks_not_kept,
+                rec.text_bytes_not_kept,
+                rec.chunks.len()
             ),
         }
     }
@@ -527,6 +545,7 @@ mod tests {
                 ("not_streamed".to_string(), 0),
                 ("osl_mismatch".to_string(), 0),
                 ("output_exceeds_max_tokens".to_string(), 0),
+                ("output_not_kept".to_string(), 0),
                 ("usage_above_stream".to_string(), 0),
                 ("usage_below_stream".to_string(), 1),
                 ("usage_exceeds_max_tokens".to_string(), 1),
@@ -695,7 +714,7 @@ mod tests {
         let s = serde_json::to_string(&Anomaly::ALL).unwrap();
         assert_eq!(
             s,
-            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens","not_streamed","usage_invalid","usage_above_stream","extra_choice"]"#
+            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens","not_streamed","usage_invalid","usage_above_stream","extra_choice","output_not_kept"]"#
         );
         for a in Anomaly::ALL {
             assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{a}\""));

@@ -216,6 +216,20 @@ pub struct RequestRecord {
     /// a records file always has every chunk.
     #[serde(skip)]
     pub compacted_chunks: u32,
+    /// Token-bearing chunks that arrived and were counted but not kept in `chunks`: past the
+    /// client's kept budget (`inferbench_client::kept::kept_chunks`, `max_tokens` + 16), only
+    /// their number is kept, and the last token time (`last_token_ns`) is the last one's
+    /// ([`crate::anomaly::Anomaly::OutputNotKept`]); 0 (omitted) when every chunk was kept.
+    /// [`RequestRecord::chunk_count`] counts them.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub chunks_not_kept: u32,
+    /// Bytes of generated text (all channels, as JSON writes them) that arrived and were
+    /// counted but not kept: past the client's kept budget
+    /// (`inferbench_client::kept::kept_text_bytes`, 32 × `max_tokens` + 1 KiB) `output_text`
+    /// holds a prefix; when the server sent no usage, the tokenizer counted the rest as it
+    /// streamed. 0 (omitted) when all of it was kept.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub text_bytes_not_kept: u64,
 }
 
 /// What an AgentX replay request was (reference/agentx.md §3, §4.2): its lane, session tree and
@@ -254,6 +268,11 @@ pub struct AgenticRef {
     /// 0 (omitted, and in older records) when no cap applied to it.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub gap_capped_ns: u64,
+}
+
+/// `skip_serializing_if` of a count that is omitted when 0.
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 /// `skip_serializing_if` of a count that is omitted when 0.
@@ -310,9 +329,12 @@ impl RequestRecord {
         Some((e2el - ttft) / f64::from(self.completion_tokens - 1))
     }
 
-    /// Token-bearing chunks that arrived: `chunks.len()`, or the count a compacted record keeps.
+    /// Token-bearing chunks that arrived: `chunks.len()` plus those counted but not kept
+    /// ([`RequestRecord::chunks_not_kept`]), or the count a compacted record keeps.
     pub fn chunk_count(&self) -> usize {
-        self.chunks.len().max(self.compacted_chunks as usize)
+        (self.chunks.len())
+            .saturating_add(self.chunks_not_kept as usize)
+            .max(self.compacted_chunks as usize)
     }
 
     /// Drops what only the records file needs, keeping every field the summary reads but ITL:

@@ -464,8 +464,8 @@ pub struct Extras {
     pub error_samples: BTreeMap<String, String>,
     /// Profile requests carrying each anomaly code (`usage_exceeds_max_tokens`,
     /// `usage_below_stream`, `osl_mismatch`, `isl_mismatch`, `output_exceeds_max_tokens`,
-    /// `not_streamed`, `usage_invalid`, `usage_above_stream`, `extra_choice`; all nine always
-    /// present), see [`crate::anomaly`].
+    /// `not_streamed`, `usage_invalid`, `usage_above_stream`, `extra_choice`, `output_not_kept`;
+    /// all ten always present), see [`crate::anomaly`].
     pub anomalies: BTreeMap<String, u64>,
     /// Successful profile requests with at least one anomaly.
     pub anomalous_requests: u64,

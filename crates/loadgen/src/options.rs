@@ -810,35 +810,37 @@ impl BenchOptions {
         }
     }
 
-    /// The output tokens of the records kept until the summary, bytes: with
-    /// `--save-detailed` every record whole ([`BenchOptions::estimated_record_count`] ×
-    /// [`BenchOptions::estimated_output_tokens`] ×
-    /// [`limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN`]);
-    /// otherwise records are compacted once written (issue 14) and only their ITL gaps are kept,
-    /// 8 bytes a token up to [`crate::kept::SPILL_VALUES`] of them (the rest spill to a file).
+    /// The output of the records kept until the summary, bytes: with `--save-detailed` every
+    /// record whole ([`BenchOptions::estimated_record_count`] × [`limits::kept_response_bytes`]
+    /// of [`BenchOptions::estimated_output_tokens`]: what the client keeps of one response at
+    /// most); otherwise records are compacted once written (issue 14) and only their ITL gaps
+    /// are kept, 8 bytes a kept chunk ([`inferbench_client::kept::kept_chunks`]) up to
+    /// [`crate::kept::SPILL_VALUES`] of them (the rest spill to a file).
     pub fn estimated_output_bytes(&self) -> u64 {
-        let tokens = self
-            .estimated_record_count()
-            .saturating_mul(self.estimated_output_tokens());
+        let osl = self.estimated_output_tokens();
+        let records = self.estimated_record_count();
         if self.save_detailed {
-            tokens.saturating_mul(limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN)
+            records.saturating_mul(limits::kept_response_bytes(osl))
         } else {
-            tokens
+            records
+                .saturating_mul(limits::kept_gaps(osl))
                 .min(crate::kept::SPILL_VALUES as u64)
                 .saturating_mul(8)
         }
     }
 
-    /// The output tokens of one request in flight, bytes: its chunks and text until it is
-    /// compacted, [`BenchOptions::estimated_output_tokens`] ×
-    /// [`limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN`] (0 with `--save-detailed`, whose records are counted
-    /// whole by [`BenchOptions::estimated_output_bytes`]).
+    /// The output of one request in flight, bytes: what its stream holds while it reads
+    /// ([`limits::held_stream_bytes`]) and what its record keeps until it is compacted
+    /// ([`limits::kept_response_bytes`] of [`BenchOptions::estimated_output_tokens`]; not with
+    /// `--save-detailed`, whose records are counted whole by
+    /// [`BenchOptions::estimated_output_bytes`]).
     pub fn estimated_in_flight_bytes(&self) -> u64 {
+        let osl = self.estimated_output_tokens();
+        let held = limits::held_stream_bytes(osl);
         if self.save_detailed {
-            0
+            held
         } else {
-            self.estimated_output_tokens()
-                .saturating_mul(limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN)
+            held.saturating_add(limits::kept_response_bytes(osl))
         }
     }
 }
@@ -883,6 +885,59 @@ pub mod limits {
     /// token in flight (16 streams, output 100 → 40,000 tokens: +34.8 MiB, 8 of them the ITL
     /// sample); rounded up.
     pub const BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN: u64 = 48;
+
+    /// Memory per chunk entry a record keeps, bytes: its 24-byte chunk record in a vector that
+    /// doubles, 48 ([`BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN`]'s measure, one chunk a token).
+    pub const BYTES_PER_KEPT_CHUNK: u64 = 48;
+
+    /// Memory per byte of generated text a record keeps (counted as JSON writes it, never less
+    /// than in memory), bytes: 2, a string that doubles.
+    pub const BYTES_PER_KEPT_TEXT_BYTE: u64 = 2;
+
+    /// Memory one record of a request for `max_tokens` tokens keeps at most of its response,
+    /// bytes: what the client keeps ([`inferbench_client::kept`]: its chunk entries ×
+    /// [`BYTES_PER_KEPT_CHUNK`] and its text × [`BYTES_PER_KEPT_TEXT_BYTE`]), the one rule of
+    /// the client and the estimates (issue 39, later tester: 64 chunks of 60 KB, inside the
+    /// client's caps, ran a run at the advised `ulimit -v` out of memory). 0 for 0 tokens (no
+    /// `max_tokens` known: nothing to estimate).
+    pub fn kept_response_bytes(max_tokens: u64) -> u64 {
+        if max_tokens == 0 {
+            return 0;
+        }
+        use inferbench_client::kept::{kept_chunks, kept_text_bytes};
+        kept_chunks(max_tokens)
+            .saturating_mul(BYTES_PER_KEPT_CHUNK)
+            .saturating_add(kept_text_bytes(max_tokens).saturating_mul(BYTES_PER_KEPT_TEXT_BYTE))
+    }
+
+    /// ITL gaps one record of a request for `max_tokens` tokens gives at most: its kept chunk
+    /// entries less one ([`inferbench_client::kept::kept_chunks`]); 0 for 0 tokens.
+    pub fn kept_gaps(max_tokens: u64) -> u64 {
+        match max_tokens {
+            0 => 0,
+            n => inferbench_client::kept::kept_chunks(n).saturating_sub(1),
+        }
+    }
+
+    /// What the record of a dataset prompt's reply of N tokens costs the prompts' memory
+    /// budget (`inferbench_workload::DatasetOptions::reply_bytes`): with `--save-detailed`
+    /// (`whole`: records kept whole until the summary) what the client keeps of a response,
+    /// [`kept_response_bytes`]; otherwise the loader's default (its ITL gaps and a share of a
+    /// request in flight, `inferbench_workload::dataset::reply_record_bytes`).
+    pub fn dataset_reply_bytes(whole: bool) -> fn(u64) -> u64 {
+        if whole {
+            kept_response_bytes
+        } else {
+            inferbench_workload::dataset::reply_record_bytes
+        }
+    }
+
+    /// Memory one stream holds while it reads a response of a request for `max_tokens` tokens
+    /// besides what its record keeps, bytes: [`inferbench_client::kept::held_stream_bytes`]
+    /// (the largest event it may hold, twice, and the parser's buffers).
+    pub fn held_stream_bytes(max_tokens: u64) -> u64 {
+        inferbench_client::kept::held_stream_bytes(max_tokens)
+    }
 }
 
 /// Memory available to this process, bytes: the one budget every up-front memory check uses
@@ -1093,18 +1148,32 @@ mod tests {
             model: "m".into(),
             ..Default::default()
         };
-        // 1000 prompts × 1024 tokens × 16 B + 1000 records × 1024 B + their 128,000 output
-        // tokens' ITL gaps × 8 B + 1000 requests in flight (no cap) × 128 tokens × 48 B.
+        // 1000 prompts × 1024 tokens × 16 B + 1000 records × 1024 B + their ITL gaps (what
+        // the client keeps for 128 tokens: 144 chunk entries, 143 gaps) × 8 B + 1000 requests
+        // in flight (no cap), each what the client keeps of a response (144 chunks × 48 B +
+        // (32 × 128 + 1024) bytes of text × 2 = 17,152 B) and holds while reading it (2 ×
+        // (100 KiB + 5,120 B) + 32 KiB = 247,808 B): issue 39, the estimate counts the client's
+        // own budgets.
+        assert_eq!(limits::kept_response_bytes(128), 144 * 48 + 5120 * 2);
+        assert_eq!(limits::kept_response_bytes(0), 0);
+        assert_eq!(limits::held_stream_bytes(128), 247_808);
+        // A dataset prompt's reply: a whole record's kept bytes with --save-detailed, else the
+        // loader's 32 bytes a token.
+        assert_eq!(
+            limits::dataset_reply_bytes(true)(128),
+            limits::kept_response_bytes(128)
+        );
+        assert_eq!(limits::dataset_reply_bytes(false)(128), 128 * 32);
         assert_eq!(
             o.estimated_memory_bytes(),
-            16_384_000 + 1_024_000 + 1_024_000 + 6_144_000
+            16_384_000 + 1_024_000 + 1_144_000 + 264_960_000
         );
-        assert_eq!(o.validate_with_memory(Some(24_576_000)), Ok(()));
-        let e = o.validate_with_memory(Some(24_575_999)).unwrap_err();
+        assert_eq!(o.validate_with_memory(Some(283_512_000)), Ok(()));
+        let e = o.validate_with_memory(Some(283_511_999)).unwrap_err();
         assert_eq!(e.flag, "--random-input-len");
         assert_eq!(
             e.reason,
-            "1000 prompts of up to 1024 tokens and their records need about 23 MiB, more than the 23 MiB of memory available"
+            "1000 prompts of up to 1024 tokens and their records need about 270 MiB, more than the 270 MiB of memory available"
         );
         // --duration 10 s at 1000 req/s: 10 000 records, their ITL gaps at most 1 Mi values
         // (the rest spill to a file).
@@ -1115,16 +1184,17 @@ mod tests {
         };
         assert_eq!(
             d.estimated_memory_bytes(),
-            16_384_000 + 10_240_000 + 8_388_608 + 6_144_000
+            16_384_000 + 10_240_000 + 8_388_608 + 264_960_000
         );
-        // --save-detailed keeps every record whole: 128,000 tokens × 48 B, none in flight apart.
+        // --save-detailed keeps every record whole: 1000 × 17,152 B; in flight only what the
+        // streams hold while reading.
         let full = BenchOptions {
             save_detailed: true,
             ..o.clone()
         };
         assert_eq!(
             full.estimated_memory_bytes(),
-            16_384_000 + 1_024_000 + 6_144_000
+            16_384_000 + 1_024_000 + 17_152_000 + 247_808_000
         );
         // extreme values saturate instead of overflowing
         let x = BenchOptions {

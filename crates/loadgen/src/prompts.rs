@@ -155,6 +155,7 @@ fn dataset_prompts(
         output_len: opts.output_len,
         max_context_tokens: crate::options::limits::MAX_TOKENS,
         memory_budget: opts.prompt_memory,
+        reply_bytes: crate::options::limits::dataset_reply_bytes(opts.save_detailed),
         ..Default::default()
     };
     workload::load_dataset(kind, path, tok, &dopts)

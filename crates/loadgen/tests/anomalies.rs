@@ -186,7 +186,9 @@ async fn honor_max_tokens_only_server_gets_both_fields() {
         assert_eq!(b["body"]["max_completion_tokens"], 8);
     }
     // Only max_completion_tokens (what we sent before): the server streams its 64-token
-    // default; every request carries both codes and the anomaly gate fails the run.
+    // default; every request carries both codes and the anomaly gate fails the run. Its 64
+    // chunks pass what the client keeps for 8 tokens (8 + 16 chunk entries): the rest are
+    // counted, not kept (output_not_kept, issue 39).
     let out = run_bench(
         BenchOptions {
             max_tokens_field: Some(MaxTokensField::MaxCompletionTokens),
@@ -202,10 +204,16 @@ async fn honor_max_tokens_only_server_gets_both_fields() {
         assert_eq!(r.completion_tokens, 64);
         assert_eq!(
             r.anomalies,
-            vec![Anomaly::UsageExceedsMaxTokens, Anomaly::OslMismatch]
+            vec![
+                Anomaly::UsageExceedsMaxTokens,
+                Anomaly::OslMismatch,
+                Anomaly::OutputNotKept
+            ]
         );
+        assert_eq!(r.chunk_count(), 64);
     }
     let x = &out.summary.inferbench;
+    assert_eq!(x.anomalies["output_not_kept"], 4);
     assert_eq!(x.anomalies["usage_exceeds_max_tokens"], 4);
     assert_eq!(x.anomalies["osl_mismatch"], 4);
     assert_eq!(x.anomaly_rate, 1.0);

@@ -57,7 +57,7 @@ impl DatasetKind {
 }
 
 /// How to turn a dataset file into prompts.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct DatasetOptions {
     /// Number of prompts (`None` = all in the file).
     pub num_prompts: Option<usize>,
@@ -76,6 +76,16 @@ pub struct DatasetOptions {
     /// ([`prompt_bytes`]), and a file whose prompts need more is refused naming how many fit.
     /// `None`: not bounded.
     pub memory_budget: Option<u64>,
+    /// What the record of a prompt's reply of N output tokens costs the budget, bytes: by
+    /// default [`reply_record_bytes`] (N × [`RECORD_BYTES_PER_OUTPUT_TOKEN`]); loadgen gives
+    /// what the client keeps of a whole response where records are kept whole
+    /// (`--save-detailed`: issue 39, the one rule of the client and the estimates).
+    pub reply_bytes: fn(u64) -> u64,
+}
+
+/// The default [`DatasetOptions::reply_bytes`]: `tokens` × [`RECORD_BYTES_PER_OUTPUT_TOKEN`].
+pub fn reply_record_bytes(tokens: u64) -> u64 {
+    tokens.saturating_mul(RECORD_BYTES_PER_OUTPUT_TOKEN)
 }
 
 /// Longest JSONL line read, bytes: 64 MiB (a [`MAX_PROMPT_BYTES`] prompt with room for JSON
@@ -90,6 +100,7 @@ impl Default for DatasetOptions {
             default_output_len: 256,
             max_context_tokens: DEFAULT_MAX_CONTEXT_TOKENS,
             memory_budget: None,
+            reply_bytes: reply_record_bytes,
         }
     }
 }
@@ -293,6 +304,7 @@ fn read_drafts_counted<'a>(
         none_fit: None,
         output_len: opts.output_len,
         default_output_len: opts.default_output_len,
+        reply_bytes: opts.reply_bytes,
     };
     let drafts = match kind {
         DatasetKind::Jsonl => {
@@ -354,11 +366,16 @@ const PER_MESSAGE_BYTES: usize = 64;
 pub const RECORD_BYTES_PER_OUTPUT_TOKEN: u64 = 32;
 
 /// What a prompt costs the budget, bytes: its text, messages and headers
-/// ([`prompt_bytes_of`]) and the record its reply will fill: its `output_len` (or
-/// `max_tokens`, `output_tokens`) × [`RECORD_BYTES_PER_OUTPUT_TOKEN`], or for a recorded reply
+/// ([`prompt_bytes_of`]) and the record its reply will fill: `reply_bytes` of its `output_len`
+/// (or `max_tokens`, `output_tokens`; [`DatasetOptions::reply_bytes`]), or for a recorded reply
 /// text ≈ 4 bytes per token (issue 39 §2 finding 2: 150 prompts of `output_len` 130000
 /// aborted a bench whose prompts were counted without their replies).
-fn prompt_bytes(d: &Draft, output_len: Option<u32>, default_output_len: u32) -> u64 {
+fn prompt_bytes(
+    d: &Draft,
+    output_len: Option<u32>,
+    default_output_len: u32,
+    reply_bytes: fn(u64) -> u64,
+) -> u64 {
     let headers: usize = d
         .extra_headers
         .iter()
@@ -373,7 +390,7 @@ fn prompt_bytes(d: &Draft, output_len: Option<u32>, default_output_len: u32) -> 
         (None, Reply::Unknown) => u64::from(default_output_len),
     };
     prompt_bytes_of(&d.text, d.messages.as_deref(), headers)
-        .saturating_add(reply_tokens.saturating_mul(RECORD_BYTES_PER_OUTPUT_TOKEN))
+        .saturating_add(reply_bytes(reply_tokens))
 }
 
 /// Room the caller keeps in its memory budget for one line while it is read and parsed,
@@ -484,13 +501,20 @@ struct Budget<'a> {
     /// The most output tokens a prompt taken so far asks for, at most
     /// ([`dataset_output_tokens_most`]).
     most_reply_tokens: u64,
+    /// [`DatasetOptions::reply_bytes`].
+    reply_bytes: fn(u64) -> u64,
 }
 
 impl Budget<'_> {
     /// What `d` costs the budget, bytes ([`prompt_bytes`] with the reply length the load
     /// gives it: `--output-len` when set, a line without one at the default).
     fn cost(&self, d: &Draft) -> u64 {
-        prompt_bytes(d, self.output_len, self.default_output_len)
+        prompt_bytes(
+            d,
+            self.output_len,
+            self.default_output_len,
+            self.reply_bytes,
+        )
     }
 
     /// Prompts taken so far: kept (`kept`) and counted without keeping.
@@ -2234,5 +2258,20 @@ mod tests {
         // --output-len 10 over every line's.
         let need = dataset_budget_need(DatasetKind::Jsonl, &p, &opts(2, Some(10), None)).unwrap();
         assert_eq!(need, (2 + 256 + 320) + (1 + 256 + 320));
+        // A reply costs what the caller says a record of it keeps (loadgen: what the client
+        // keeps of a whole response under --save-detailed, issue 39), the load and the
+        // up-front count alike.
+        let whole = |n: usize, most| DatasetOptions {
+            reply_bytes: |t| 112 * t + 2816,
+            ..opts(n, None, most)
+        };
+        let need = dataset_budget_need(DatasetKind::Jsonl, &p, &whole(2, None)).unwrap();
+        assert_eq!(
+            need,
+            (2 + 256 + 112_000 + 2816) + (1 + 256 + 112 * 256 + 2816)
+        );
+        let load = |most| load_dataset(DatasetKind::Jsonl, &p, &tok(), &whole(2, Some(most)));
+        assert_eq!(load(need).unwrap().len(), 2);
+        assert!(load(need - 1).is_err());
     }
 }

@@ -240,12 +240,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
 
 /// Memory one more request of a `--duration` closed loop keeps until the summary, bytes: its
 /// record ([`crate::limits::REQUEST_BYTES`]) and, with `--save-detailed`, its output tokens
-/// whole (`BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN` each; without it only their ITL gaps, at most 8
-/// MiB in all, which the check already counts).
+/// whole (what the client keeps of one response, `kept_response_bytes`; without it only their
+/// ITL gaps, at most 8 MiB in all, which the check already counts).
 pub fn duration_record_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
     let tokens = if opts.save_detailed {
-        opts.estimated_output_tokens()
-            .saturating_mul(inferbench_loadgen::options::limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN)
+        inferbench_loadgen::options::limits::kept_response_bytes(opts.estimated_output_tokens())
     } else {
         0
     };

@@ -124,11 +124,12 @@ pub const QUICKSTART_SIM_BYTES: u64 = 32 << 20;
 /// What a quickstart's largest point asks of the process ([`crate::limits::check`]): its
 /// largest concurrency's streams, its `prompts_per_conc × conc` requests and warmups with
 /// their random prompts (`isl` tokens each, `BYTES_PER_PROMPT_TOKEN`) and output tokens
-/// (`osl` each in flight, `BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN`; 8 bytes a token kept, up to the
+/// (what the client keeps and holds of one response of `osl` tokens in flight,
+/// `kept_response_bytes` and `held_stream_bytes`; 8 bytes a kept chunk's ITL gap, up to the
 /// spill), and the in-process sim ([`QUICKSTART_SIM_BYTES`], among the prompts' bytes).
 pub fn quickstart_need(p: &inferbench_runner::simsweep::SimSweep) -> crate::limits::Need {
     use inferbench_loadgen::options::limits::{
-        BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN,
+        held_stream_bytes, kept_gaps, kept_response_bytes, BYTES_PER_PROMPT_TOKEN,
     };
     let conc = u64::from(p.concurrency.iter().copied().max().unwrap_or(1));
     let prompts = u64::from(p.prompts_per_conc).saturating_mul(conc);
@@ -139,13 +140,13 @@ pub fn quickstart_need(p: &inferbench_runner::simsweep::SimSweep) -> crate::limi
         streams: conc,
         requests,
         per_stream: 1,
-        request_bytes: osl.saturating_mul(BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN),
+        request_bytes: kept_response_bytes(osl).saturating_add(held_stream_bytes(osl)),
         prompt_bytes: prompts
             .saturating_mul(isl)
             .saturating_mul(BYTES_PER_PROMPT_TOKEN)
             .saturating_add(QUICKSTART_SIM_BYTES),
         output_bytes: requests
-            .saturating_mul(osl)
+            .saturating_mul(kept_gaps(osl))
             .min(inferbench_loadgen::kept::SPILL_VALUES as u64)
             .saturating_mul(8),
         uncapped: false,

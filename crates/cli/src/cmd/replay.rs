@@ -270,8 +270,8 @@ pub fn planned_files(
     lane: inferbench_loadgen::agentic::LaneLoad,
 ) -> Vec<crate::fsize::Planned> {
     use crate::fsize::{
-        Planned, RECORD_BYTES, RECORD_UPPER_BYTES, RECORD_UPPER_BYTES_PER_TOKEN,
-        REPLAY_SUMMARY_BYTES, REPLAY_SUMMARY_UPPER_BYTES,
+        records_upper_bytes, Planned, RECORD_BYTES, REPLAY_SUMMARY_BYTES,
+        REPLAY_SUMMARY_UPPER_BYTES,
     };
     let mut v = vec![
         Planned::between(
@@ -309,9 +309,7 @@ pub fn planned_files(
         let warm = lanes
             .saturating_mul(per_lane.saturating_add(u64::from(flags.warmup_requests_per_lane)));
         let out = lane.request_bytes / BYTES_PER_OUTPUT_TOKEN;
-        let line = |tokens: u64| {
-            RECORD_UPPER_BYTES.saturating_add(tokens.saturating_mul(RECORD_UPPER_BYTES_PER_TOKEN))
-        };
+        let line = |tokens: u64| records_upper_bytes(1, tokens);
         let upper = warm.saturating_mul(line(1)).saturating_add(
             lanes
                 .saturating_mul(per_lane)

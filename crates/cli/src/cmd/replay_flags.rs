@@ -272,7 +272,7 @@ impl ReplayFlags {
             records_room: (self.result_dir.as_ref().and(crate::fsize::limit())).map(|bytes| {
                 inferbench_loadgen::agentic::RecordsRoom {
                     bytes,
-                    line_bytes: crate::fsize::RECORD_UPPER_BYTES,
+                    line_bytes: crate::fsize::record_upper_line_base(),
                     line_bytes_per_token: crate::fsize::RECORD_UPPER_BYTES_PER_TOKEN,
                 }
             }),

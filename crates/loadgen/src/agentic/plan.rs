@@ -266,8 +266,11 @@ pub struct LaneLoad {
     /// connections per lane; 1 without traces.
     pub per_lane: u64,
     /// Memory one request in flight may take besides its connection, bytes: the largest
-    /// request's `in` × [`crate::options::limits::BYTES_PER_PROMPT_TOKEN`] + `out` ×
-    /// [`crate::options::limits::BYTES_PER_OUTPUT_TOKEN`]; 0 without traces.
+    /// request's `in` × [`crate::options::limits::BYTES_PER_PROMPT_TOKEN`] + what the client
+    /// keeps and holds of a response of `out` tokens
+    /// ([`crate::options::limits::kept_response_bytes`],
+    /// [`crate::options::limits::held_stream_bytes`]: the one rule of the client and the
+    /// estimates, issue 39); 0 without traces.
     pub request_bytes: u64,
 }
 
@@ -285,15 +288,16 @@ impl LaneLoad {
     /// ([`lane_load`]): issue 39, fresh tester's finding 1 (the first check counted 64 KiB per
     /// lane, the second 151 KiB, so the first one's advice was refused by the second).
     pub fn add(&mut self, i: usize, t: &Trace) {
-        use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
+        use crate::options::limits::{
+            held_stream_bytes, kept_response_bytes, BYTES_PER_PROMPT_TOKEN,
+        };
         self.per_lane = self.per_lane.max(TreePlan::build(i, t).peak_in_flight());
         let largest = (t.streams.iter().flat_map(|s| s.requests.iter()))
             .map(|r| {
                 u64::from(r.input_tokens)
                     .saturating_mul(BYTES_PER_PROMPT_TOKEN)
-                    .saturating_add(
-                        u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN),
-                    )
+                    .saturating_add(kept_response_bytes(u64::from(r.output_tokens)))
+                    .saturating_add(held_stream_bytes(u64::from(r.output_tokens)))
             })
             .max()
             .unwrap_or(0);
