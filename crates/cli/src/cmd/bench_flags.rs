@@ -70,7 +70,9 @@ pub struct TargetFlags {
     #[arg(long, help_heading = "Target")]
     pub no_proxy: bool,
     /// JSON object merged into every request body (overrides our keys), e.g.
-    /// '{"temperature":0.7}' (AIPerf's --extra-inputs).
+    /// '{"temperature":0.7}' (AIPerf's --extra-inputs). An output length it sets
+    /// (max_tokens, max_completion_tokens for chat, max_output_tokens for Responses) is every
+    /// request's max_tokens, in the records and the estimates (null: the server decides).
     #[arg(
         long,
         alias = "extra-inputs",
