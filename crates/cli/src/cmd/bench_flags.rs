@@ -834,8 +834,11 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
     }
     out!("{}", render(&points));
     if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&points)?)
-            .with_context(|| format!("--json: cannot write {}", p.display()))?;
+        inferbench_loadgen::output::write_file(
+            p,
+            serde_json::to_string_pretty(&points)?.as_bytes(),
+        )
+        .map_err(|e| super::write_failed("--json", e))?;
     }
     // Trial 24: the timed sim passed for an instant server.
     if let Some(warning) = inferbench_loadgen::selftest::not_instant(&points) {
