@@ -230,6 +230,10 @@ pub fn check_distinct(paths: &[NamedPath]) -> anyhow::Result<()> {
 /// # Errors
 /// `--result-dir's summary.json DIR/summary.json is inside --traces DIR: …` with what to do.
 pub fn check_nesting(paths: &[NamedPath]) -> anyhow::Result<()> {
+    // Without folders nothing nests (a sweep's thousands of files are not resolved twice).
+    if !(paths.iter()).any(|p| matches!(p.role, Role::InputDir | Role::OutputDir)) {
+        return Ok(());
+    }
     let resolved = (paths.iter())
         .map(|p| resolve_future(&p.path).map_err(|e| anyhow::anyhow!("{} {e}", p.flag)))
         .collect::<anyhow::Result<Vec<Option<PathBuf>>>>()?;
