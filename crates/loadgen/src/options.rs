@@ -748,8 +748,14 @@ impl BenchOptions {
                 p.saturating_add(ih)
             )
         };
+        // An `--extra-body` output length is every request's (issue 39, fresh tester 1).
+        let output = match self.body_max_tokens() {
+            Ok(Some(Some(n))) => format!("{n} tokens (--extra-body's, not drawn)"),
+            Ok(Some(None)) => "the server's (--extra-body sends none)".to_string(),
+            _ => format!("{ol}–{oh} tokens"),
+        };
         Some(format!(
-            "random lengths: input {input}, output {ol}–{oh} tokens \
+            "random lengths: input {input}, output {output} \
              (--random-range-ratio {r}: {rule})"
         ))
     }
@@ -1084,6 +1090,16 @@ mod tests {
             "{:?}",
             o.range_notice()
         );
+        // Issue 39 (fresh tester, 1): an `--extra-body` length is every request's.
+        o.extra_body = serde_json::json!({"max_tokens": 400}).as_object().cloned();
+        assert!(
+            (o.range_notice().unwrap()).contains(
+                "drawn), output 400 tokens (--extra-body's, not drawn) (--random-range-ratio"
+            ),
+            "{:?}",
+            o.range_notice()
+        );
+        o.extra_body = None;
         o.random_range_ratio = Some(0.0);
         o.range_semantics = RangeSemantics::Vllm;
         assert_eq!(o.range_notice(), None);
