@@ -730,7 +730,7 @@ pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
 }
 
 /// The most output tokens one request of `opts`'s `--dataset-path` asks for (the `max_tokens`
-/// the load sends: `--output-len`, else each line's own length, a recorded reply's bytes or
+/// the load sends: an `--extra-body`'s length, else `--output-len`, else each line's own length, a recorded reply's bytes or
 /// the default), for the `ulimit -f` upper estimates of the files that hold output tokens
 /// (issue 39's leftovers, 2); [`inferbench_loadgen::options::BenchOptions::estimated_output_tokens`]
 /// for random prompts. A ShareGPT file above [`DATASET_COUNTED_MAX`] (not parsed twice) counts
@@ -739,6 +739,10 @@ pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
 pub fn output_tokens_most(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
     use inferbench_loadgen::options::DatasetName;
     let cap = u64::from(inferbench_loadgen::options::limits::MAX_TOKENS);
+    if let Ok(Some(Some(n))) = opts.body_max_tokens() {
+        // What `--extra-body` sets is what every request is sent.
+        return u64::from(n);
+    }
     let kind = match opts.dataset_name {
         DatasetName::Jsonl => inferbench_workload::DatasetKind::Jsonl,
         DatasetName::Sharegpt => inferbench_workload::DatasetKind::ShareGpt,

@@ -67,7 +67,7 @@ enum Command {
     Bench(Box<cmd::bench::BenchArgs>),
     /// Measure the client's own ceiling against a zero-latency server.
     #[command(
-        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT); 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the level in flight cut, the levels before it printed, a --spawn-server server stopped). Under ulimit -v a level whose records reach what the limit holds stops sending early (said on stderr and in --json as stopped_reason; its rates cover the time it sent)."
+        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or an output file could not be written (a full disk or `ulimit -f`; the previous file is kept) (--json), or a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT); 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the level in flight cut, the levels before it printed, a --spawn-server server stopped). Under ulimit -v a level whose records reach what the limit holds stops sending early (said on stderr and in --json as stopped_reason; its rates cover the time it sent)."
     )]
     Selftest(crate::cmd::bench_flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
@@ -79,12 +79,12 @@ enum Command {
     Quickstart(cmd::quickstart::Args),
     /// Expand InferenceX master configs into a job matrix (full-sweep | test-config).
     #[command(
-        after_help = "Exit codes: 0 matrix written; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, or a config that does not load (its file:line and field named)."
+        after_help = "Exit codes: 0 matrix written; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or an output file could not be written (a full disk or `ulimit -f`; the previous file is kept) (--output); 2 bad flags, or a config that does not load (its file:line and field named)."
     )]
     Matrix(cmd::recipes::MatrixFlags),
     /// Jobs added to perf-changelog.yaml between two refs or files.
     #[command(
-        after_help = "Exit codes: 0 jobs listed (also when none were added); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
+        after_help = "Exit codes: 0 jobs listed (also when none were added); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or an output file could not be written (a full disk or `ulimit -f`; the previous file is kept) (--output); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
     )]
     Changelog(cmd::recipes::ChangelogFlags),
     /// Support matrix, KV-offload policy check, CI priority and MODELS.md's policy checks from
@@ -130,7 +130,7 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).
     #[command(
-        after_help = "Exit codes: 0 corpus written; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags or a file that cannot be written."
+        after_help = "Exit codes: 0 corpus written; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or an output file could not be written (a full disk or `ulimit -f`; the previous file is kept) (--out); 2 bad flags, an --out that cannot be written (a folder, a device; checked before the corpus is made), or a corpus that does not fit in memory."
     )]
     AgentxTraces(cmd::replay::TracesArgs),
 }
@@ -559,6 +559,19 @@ mod tests {
                         "1 stdout or stderr could not be written (a full disk or `ulimit -f`"
                     ),
                     "{sub} --help does not say that a stdout write error is 1"
+                );
+            }
+            // Issue 39, a fresh tester's finding 3: a user-named output file whose write
+            // failed (through a temporary file: the previous one kept) is 1, and the help of
+            // each subcommand that writes one says so.
+            if ["plot", "matrix", "changelog", "agentx-traces", "selftest"].contains(sub) {
+                let h = help_of(sub);
+                let at = h.find(crate::cmd::WRITE_FAILED_HELP);
+                assert!(at.is_some(), "{sub} --help does not list a write failure");
+                let before = &h[..at.unwrap_or(0)];
+                assert!(
+                    before.rfind("; 1 ") > before.rfind("; 2 ").or(Some(0)),
+                    "{sub} --help lists a write failure under another code than 1: {h}"
                 );
             }
         }

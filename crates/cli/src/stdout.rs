@@ -5,9 +5,12 @@
 //! regardless of what it prints), and the exit status says what became of its output
 //! ([`end_status`]): a reader gone (`| head`, EPIPE) ends quietly with 141, as CLIs do; any
 //! other error (a full disk, `ulimit -f`) is said on stderr when it can be and is never exit 0
-//! (1, the listed code of every subcommand's `--help`).
+//! (1, the listed code of every subcommand's `--help`). A stream closed when the process
+//! started (`>&-`, `2>&-`), which Rust's runtime reopens on `/dev/null` before `main`, is seen
+//! before that (the binary's `.init_array`) and fails the first write to it the same way.
 
 use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::cmd::ExitStatus;
@@ -19,6 +22,43 @@ pub enum Stream {
     Out,
     /// stderr: notes, warnings, errors, progress.
     Err,
+}
+
+/// Whether fd 1 / fd 2 was closed when the process started (`inferbench report >&-`), as seen
+/// before Rust's runtime reopens a closed fd 0–2 on `/dev/null` (which makes every later
+/// write succeed unseen): [`note_closed_std_fds`], run from the ELF `.init_array`, before
+/// `main` (issue 39, a fresh tester's finding 4: `report >&-` printed nothing and exited 0).
+static OUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// See [`OUT_CLOSED`]: fd 2.
+static ERR_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Notes which of stdout and stderr were closed at start ([`OUT_CLOSED`]): `fcntl(fd,
+/// F_GETFD)` fails with `EBADF` on a closed fd. Runs before `main` (the binary's
+/// `.init_array`, ahead of Rust's runtime start); async-signal-safe, allocates nothing.
+#[cfg(target_os = "linux")]
+extern "C" fn note_closed_std_fds() {
+    // SAFETY: fcntl on an fd number only queries its flags; no memory is touched.
+    let closed = |fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
+    OUT_CLOSED.store(closed(1), Ordering::SeqCst);
+    ERR_CLOSED.store(closed(2), Ordering::SeqCst);
+}
+
+/// The check of [`note_closed_std_fds`], run by the loader before `main` (binary only: the
+/// tests' harness has its own streams).
+#[cfg(all(target_os = "linux", not(test)))]
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STD_FDS: extern "C" fn() = note_closed_std_fds;
+
+/// The error a write to a stream closed at start gets (`EBADF`, named as such).
+fn closed_error(stream: Stream) -> std::io::Error {
+    let (name, redirect) = match stream {
+        Stream::Out => ("stdout", ">&-"),
+        Stream::Err => ("stderr", "2>&-"),
+    };
+    std::io::Error::other(format!(
+        "{name} was closed when inferbench started (`{redirect}`)"
+    ))
 }
 
 /// The first error writing stdout (later writes are skipped).
@@ -36,6 +76,14 @@ pub fn write(stream: Stream, args: std::fmt::Arguments<'_>) {
     };
     let mut failed = slot.lock().unwrap_or_else(|e| e.into_inner());
     if failed.is_some() {
+        return;
+    }
+    let closed = match stream {
+        Stream::Out => &OUT_CLOSED,
+        Stream::Err => &ERR_CLOSED,
+    };
+    if closed.load(Ordering::SeqCst) {
+        *failed = Some(closed_error(stream));
         return;
     }
     let r = match stream {
@@ -96,6 +144,20 @@ pub fn finish(status: ExitStatus) -> ExitStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Open streams are noted as open (the harness's stdout and stderr), and a stream closed
+    /// at start fails its write with the error that names it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn open_streams_are_not_noted_as_closed() {
+        note_closed_std_fds();
+        assert!(!OUT_CLOSED.load(Ordering::SeqCst));
+        assert!(!ERR_CLOSED.load(Ordering::SeqCst));
+        assert_eq!(
+            closed_error(Stream::Out).to_string(),
+            "stdout was closed when inferbench started (`>&-`)"
+        );
+    }
 
     /// A closed pipe is 141 and silent; a full disk is 1 with a line on stdout's failure (none
     /// when stderr failed too); a failed run's status is kept.

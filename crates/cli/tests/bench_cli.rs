@@ -1024,3 +1024,57 @@ fn a_signal_to_selftest_stops_its_spawned_server_and_exits_130() {
         }
     }
 }
+
+/// Issue 39 (a fresh tester's findings, 1), the tester's command: `bench --backend openai
+/// --random-output-len 4 --extra-body '{"max_tokens":400}'` against the sim cut every answer
+/// at 128 chunks ("the server ignored max_tokens"), recorded `max_tokens` 4 and exited 1. The
+/// body's length is the records' and the estimates': exit 0, every record 400 tokens of 400.
+#[test]
+fn bench_extra_body_max_tokens_is_the_records_length() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--backend",
+            "openai",
+            "--base-url",
+            &format!("http://127.0.0.1:{}", sim.1),
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "4",
+            "--num-prompts",
+            "4",
+            "--extra-body",
+            r#"{"max_tokens":400}"#,
+            "--save-requests",
+            "r.jsonl",
+            "--power",
+            "off",
+            "--progress",
+            "off",
+        ])
+        .current_dir(dir.path())
+        .env_remove("INFERBENCH_DB")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", common::output_text(&o));
+    let recs: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("r.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(recs.len() >= 4);
+    for r in &recs {
+        assert_eq!(
+            (&r["max_tokens"], &r["completion_tokens"], &r["success"]),
+            (
+                &serde_json::json!(400),
+                &serde_json::json!(400),
+                &serde_json::json!(true)
+            ),
+            "{r}"
+        );
+    }
+}

@@ -492,3 +492,75 @@ fn replay_at_the_advised_file_size_limit_writes_every_file_whole() {
     );
     assert!(lines[0] > 22, "{lines:?}");
 }
+
+/// Issue 39, a fresh tester's finding 3: under `ulimit -f`, `plot -o`, `matrix -o` and
+/// `agentx-traces -o` each left a 20,480-byte cut-short file over a good one (`plot` and
+/// `matrix` exit 2, which their help gave for bad flags). Each now writes through a temporary
+/// file renamed onto its output: the write fails with exit 1, naming the flag and the limit,
+/// the previous file byte for byte as it was and no temporary file left.
+#[cfg(unix)]
+#[test]
+fn a_failed_write_keeps_the_previous_file_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ex = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    // A database with points to draw: the golden records' summaries would do, any batch does.
+    let root = d.join("res");
+    std::fs::create_dir_all(&root).unwrap();
+    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden");
+    for c in [1, 4, 16] {
+        std::fs::create_dir_all(root.join(format!("conc{c}"))).unwrap();
+        std::fs::copy(
+            format!("{golden}/conc{c}.summary.json"),
+            root.join(format!("conc{c}/summary.json")),
+        )
+        .unwrap();
+    }
+    let (code, _, err) = under_limit(d, 100_000, "ingest res --db ib.db");
+    assert_eq!(code, Some(0), "{err}");
+    // Each limit below its file's size (a 333 KB chart, a 1.8 KB matrix, a 30 KB corpus) and,
+    // for `plot`, above what reading the database writes (SQLite's 32 KiB `-shm`).
+    let cases = [
+        ("p.png", "plot --db ib.db -o p.png".to_string(), "--out", 80),
+        (
+            "mm.json",
+            format!(
+                "matrix full-sweep --config-files {ex}/sim.yaml --runner-config \
+                 {ex}/sim-runners.yaml -o mm.json"
+            ),
+            "--output",
+            2,
+        ),
+        (
+            "t.jsonl",
+            "agentx-traces --shape quickstart --traces 4 -o t.jsonl".to_string(),
+            "--out",
+            2,
+        ),
+    ];
+    for (file, args, flag, blocks) in &cases {
+        // A good file first (no limit), then the same command under the limit.
+        let (code, _, err) = under_limit(d, 100_000, args);
+        assert_eq!(code, Some(0), "{args}: {err}");
+        let good = std::fs::read(d.join(file)).unwrap();
+        assert!(
+            good.len() as u64 > blocks * 512,
+            "{args}: {} bytes",
+            good.len()
+        );
+        let (code, _, err) = under_limit(d, *blocks, args);
+        assert_eq!(code, Some(1), "{args}: {err}");
+        assert!(
+            err.contains(&format!(
+                "error: {flag}: writing {file}.tmp: File too large"
+            )),
+            "{args}: {err}"
+        );
+        assert!(
+            err.contains("the previous file (if any) is kept"),
+            "{args}: {err}"
+        );
+        assert_eq!(std::fs::read(d.join(file)).unwrap(), good, "{args}");
+        assert!(!d.join(format!("{file}.tmp")).exists(), "{args}");
+    }
+}

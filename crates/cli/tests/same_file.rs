@@ -819,3 +819,156 @@ fn a_sqlite_uri_db_is_refused_by_every_subcommand_before_anything_is_written() {
     assert_eq!(code, Some(0), "{err}");
     assert!(d.join("file:x.db").is_file());
 }
+
+/// Issue 39 (a fresh tester's findings, 2): an output (folder or file) that is an input folder
+/// or lies inside one is refused with exit 2 before any request, naming both (`replay --traces DIR --result-dir DIR` wrote `summary.json` and
+/// `agentic_aggregate.json` into the corpus, and every later `replay --traces DIR` failed):
+/// `replay`'s `--traces` folder or file, `eval`'s `--data-dir`, a sweep's `--traces` folder
+/// holding its `--out`. The folders' listings are left as they were. An input inside an output
+/// folder is fine (`replay --traces t.jsonl --result-dir .`): the command writes only its own
+/// files there, which the same-file check keeps off every input.
+#[test]
+fn outputs_in_an_input_folder_are_refused_and_inputs_in_an_output_folder_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("corp")).unwrap();
+    let trace = "{\"id\":\"s\",\"requests\":[{\"t\":0,\"in\":10,\"out\":2}]}\n";
+    std::fs::write(d.join("corp/t.jsonl"), trace).unwrap();
+    std::fs::create_dir_all(d.join("r/data")).unwrap();
+    let line = serde_json::json!({"question": "1+1?", "answer": "2 #### 2"}).to_string() + "\n";
+    std::fs::write(d.join("r/data/test.jsonl"), &line).unwrap();
+    std::fs::write(d.join("r/data/train.jsonl"), &line).unwrap();
+    let matrix = serde_json::json!([{
+        "image": "x", "model": "m/small", "model-prefix": "small", "precision": "fp8",
+        "framework": "sim", "runner": "h100", "isl": 64, "osl": 8, "tp": 1, "pp": 1,
+        "dcp-size": 1, "pcp-size": 1, "conc": [4], "max-model-len": 2048, "ep": 1,
+        "dp-attn": false, "spec-decoding": "none", "exp-name": "small_64_8",
+        "disagg": false
+    }])
+    .to_string();
+    std::fs::write(d.join("m.json"), &matrix).unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let replay = |traces: &str, out: &str| {
+        [
+            "replay",
+            "--traces",
+            traces,
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--benchmark-duration",
+            "1",
+            "--unsafe-override",
+            "--result-dir",
+            out,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let eval = |data: &str, out: &str| {
+        [
+            "eval",
+            "gsm8k",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--data-dir",
+            data,
+            "--result-dir",
+            out,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let sweep = [
+        "sweep",
+        "--matrix",
+        "m.json",
+        "--base-url",
+        &url,
+        "--runner-name",
+        "h100_0",
+        "--traces",
+        "corp",
+        "--out",
+        "corp",
+    ]
+    .map(String::from)
+    .to_vec();
+    let cases: [(Vec<String>, &str); 5] = [
+        (
+            replay("corp", "corp"),
+            "--result-dir corp is --traces corp: the command's outputs would join what it reads",
+        ),
+        (
+            replay("./corp/", "corp/x/.."),
+            "--result-dir corp/x/.. is --traces ./corp/",
+        ),
+        (
+            replay("corp", "corp/sub"),
+            "--result-dir corp/sub is inside --traces corp: the command's outputs would join \
+             what it reads",
+        ),
+        (
+            eval("r/data", "r/data/out"),
+            "--result-dir r/data/out is inside --data-dir r/data",
+        ),
+        (sweep, "corp/sweep.json is inside --traces "),
+    ];
+    let listing = |p: &str| {
+        let mut v: Vec<_> = walk(&d.join(p));
+        v.sort();
+        v
+    };
+    let before = (listing("corp"), listing("r"));
+    for (args, want) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, err) = run_in(d, &args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want {want:?} in: {err}");
+        assert_eq!(
+            hits.load(Ordering::SeqCst),
+            0,
+            "{args:?}: a request was sent"
+        );
+        assert_eq!(
+            (listing("corp"), listing("r")),
+            before,
+            "{args:?}: files changed"
+        );
+    }
+    // Beside the corpus (not in it), and inputs inside the output folder, are fine: refused
+    // only by the unreachable server (exit 3 or a run that fails), never as a clash.
+    for args in [
+        replay("corp", "out"),
+        replay("corp/t.jsonl", "corp"),
+        eval("r/data", "r"),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (_, err) = run_in(d, &args);
+        assert!(
+            !err.contains(" is inside ") && !err.contains("would join"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// Every file and folder under `p`, as paths relative to it.
+fn walk(p: &Path) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(p).into_iter().flatten().flatten() {
+        let q = e.path();
+        v.push(q.strip_prefix(p).unwrap().to_path_buf());
+        if q.is_dir() {
+            v.extend(
+                walk(&q)
+                    .into_iter()
+                    .map(|x| q.strip_prefix(p).unwrap().join(x)),
+            );
+        }
+    }
+    v
+}

@@ -28,6 +28,11 @@ const REASON: &str = "the server fell behind its schedule on 24 % of its token c
 /// values. GPU-seconds (issue 43): h100's points recorded 10 × conc, but for the second
 /// batch's conc 64 (none recorded, as an older point); h200's none.
 fn seed(db: &str) {
+    drop(seed_held(db));
+}
+
+/// [`seed`], its store still open (its rows not yet checkpointed out of the `-wal`).
+fn seed_held(db: &str) -> Store {
     let mut s = Store::open(db).unwrap();
     s.migrate().unwrap();
     type Points = [(i64, f64, f64, bool); 3];
@@ -85,6 +90,7 @@ fn seed(db: &str) {
             .collect();
         s.ingest_run(&run).unwrap();
     }
+    s
 }
 
 /// The CLI's stdout as JSON (the command must succeed, or exit 1 for a regression).
@@ -510,6 +516,85 @@ fn serve_and_report_read_a_database_in_a_directory_they_cannot_write() {
     rest.join().unwrap();
     assert_eq!(files(&ro), ["p.db"]);
     perm(&ro, 0o755);
+}
+
+/// Issue 39, a fresh tester's finding 5: a read-only WAL database whose `-wal` holds changes
+/// not yet in its main file, with no `-shm`, in a read-only folder, as an unprivileged user
+/// (`nobody`): refused with exit 2 before. `report` now reads a private copy of the file and
+/// its log (one notice line naming it): the same rows as the database once checkpointed,
+/// nothing created in the folder, the copy removed at exit. Here every row is in the log (the
+/// main file holds none), so a reader that missed the log would find no runs.
+#[test]
+fn report_reads_a_pending_wal_in_a_read_only_folder_through_a_private_copy() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let perm = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    perm(dir.path(), 0o755);
+    let (w, ro) = (dir.path().join("w"), dir.path().join("ro"));
+    std::fs::create_dir(&w).unwrap();
+    std::fs::create_dir(&ro).unwrap();
+    let wdb = w.join("p.db").display().to_string();
+    // The writer still open: its rows are in the log (a checkpoint comes at its close), which
+    // is copied with the file.
+    let hold = seed_held(&wdb);
+    let wal_len = std::fs::metadata(format!("{wdb}-wal")).unwrap().len();
+    assert!(wal_len > 0);
+    let db = ro.join("p.db").display().to_string();
+    std::fs::copy(&wdb, &db).unwrap();
+    std::fs::copy(format!("{wdb}-wal"), format!("{db}-wal")).unwrap();
+    drop(hold);
+    let args = [
+        "report",
+        "--db",
+        &db,
+        "--format",
+        "json",
+        "--columns",
+        "conc,hardware",
+    ];
+    let mut wargs = args;
+    wargs[2] = &wdb;
+    let want = cli_json(&wargs);
+    assert_eq!(want.as_array().unwrap().len(), 9);
+    for f in [&db, &format!("{db}-wal")] {
+        perm(std::path::Path::new(f), 0o444);
+    }
+    perm(&ro, 0o555);
+    // A private temporary directory, to see the copy go.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    perm(&tmp, 0o777);
+    let Some(mut report) = unprivileged(bin(), &args) else {
+        perm(&ro, 0o755);
+        return;
+    };
+    let o = report.env("TMPDIR", &tmp).output().unwrap();
+    perm(&ro, 0o755);
+    assert_eq!(o.status.code(), Some(0), "{}", common::output_text(&o));
+    assert_eq!(serde_json::from_slice::<Value>(&o.stdout).unwrap(), want);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "inferbench: {db}'s write-ahead log holds {wal_len} bytes not yet in its main file \
+             and its folder cannot be written here: reading a private copy ({} bytes, removed \
+             at exit) as of now\n",
+            std::fs::metadata(&db).unwrap().len() + wal_len
+        )
+    );
+    let mut left: Vec<_> = std::fs::read_dir(&ro)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["p.db", "p.db-wal"]);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "the copy was left"
+    );
 }
 
 /// Issue 39, exposure: on loopback the dashboard answers only requests for a loopback name

@@ -213,3 +213,52 @@ fn a_full_stderr_never_panics_and_loses_nothing() {
     assert!(out.contains("Successful requests:"), "{out}");
     assert_eq!(stored_points(tmp.path(), "e.db"), 1);
 }
+
+/// Issue 39, a fresh tester's finding 4: `report >&-` and `matrix full-sweep … >&-` printed
+/// nothing and exited 0 (Rust's runtime reopens a closed fd 0–2 on `/dev/null` before `main`,
+/// so every write "succeeded"). The binary notes a closed fd 1 / fd 2 before that (its
+/// `.init_array`): the first print to it fails, exit 1 with the line naming the closed
+/// stream; `>/dev/null`, which the user asked for, stays 0; a closed stderr fails only a
+/// subcommand that prints there.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stdout_closed_at_start_is_exit_1_and_dev_null_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ex = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let matrix = format!(
+        "matrix full-sweep --config-files {ex}/sim.yaml --runner-config {ex}/sim-runners.yaml"
+    );
+    let sh = |line: &str| {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec {BIN} {line}"))
+            .current_dir(d)
+            .env_remove("INFERBENCH_DB")
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let closed = "error: stdout could not be written: stdout was closed when inferbench started \
+                  (`>&-`); what it shows is incomplete (files and the database were written \
+                  regardless)\n";
+    let (code, _, err) = sh("db --db ib.db migrate");
+    assert_eq!(code, Some(0), "{err}");
+    for cmd in ["db --db ib.db status".to_string(), matrix.clone()] {
+        assert_eq!(
+            sh(&format!("{cmd} >&-")),
+            (Some(1), String::new(), closed.to_string()),
+            "{cmd}"
+        );
+        let (code, out, err) = sh(&format!("{cmd} >/dev/null"));
+        assert_eq!((code, out), (Some(0), String::new()), "{cmd}: {err}");
+    }
+    // stderr closed: the matrix prints nothing there (0); a refusal's line is lost, its own
+    // status (2) kept.
+    assert_eq!(sh(&format!("{matrix} 2>&-")).0, Some(0));
+    assert_eq!(sh("report --db missing.db 2>&-").0, Some(2));
+}

@@ -334,6 +334,66 @@ impl Default for BenchOptions {
     }
 }
 
+/// The output length an `--extra-body` object sets for `backend`, as the server reads the
+/// merged body (issue 39: `--extra-body '{"max_tokens":400}'` was sent while the records, the
+/// client's response caps and the estimates kept the flags' 4): `None` when it sets none of
+/// the backend's fields; `Some(None)` when the fields it sets are all `null` (the server
+/// decides); `Some(Some(n))`, `n` tokens, otherwise. The fields, in the server's order of
+/// precedence: `max_output_tokens` for the Responses API; `max_completion_tokens`, then
+/// `max_tokens`, for chat (vLLM and OpenAI read `max_completion_tokens` first); `max_tokens`
+/// for completions. The run then sends `n` (or nothing) in its own output-length field(s)
+/// too, so that every field of the body says the same.
+///
+/// # Errors
+/// A value that is neither `null` nor an integer in [1, [`limits::MAX_TOKENS`]], naming the
+/// flag and the field.
+pub fn extra_body_max_tokens(
+    backend: Backend,
+    extra: Option<&Map<String, Value>>,
+) -> Result<Option<Option<u32>>, OptionError> {
+    let Some(extra) = extra else {
+        return Ok(None);
+    };
+    let keys: &[&str] = match backend {
+        Backend::OpenAiResponses => &["max_output_tokens"],
+        Backend::OpenAiChat => &["max_completion_tokens", "max_tokens"],
+        // Completions, and any backend added later that reads OpenAI's own field.
+        _ => &["max_tokens"],
+    };
+    let mut set = None;
+    for k in keys {
+        let Some(v) = extra.get(*k) else { continue };
+        let n = match v {
+            Value::Null => None,
+            // A whole float (`400.0`, `4e2`) is the count a server's lax integer reads.
+            v => match v.as_u64().or_else(|| {
+                v.as_f64()
+                    .filter(|f| {
+                        f.fract() == 0.0 && (1.0..=f64::from(limits::MAX_TOKENS)).contains(f)
+                    })
+                    .map(|f| f as u64)
+            }) {
+                Some(n) if (1..=u64::from(limits::MAX_TOKENS)).contains(&n) => Some(n as u32),
+                _ => {
+                    return Err(OptionError {
+                        flag: "--extra-body",
+                        reason: format!(
+                            "{k}: {v} is not null or a whole number of tokens in [1, {}]",
+                            limits::MAX_TOKENS
+                        ),
+                    })
+                }
+            },
+        };
+        // The first non-null field wins (the server's precedence); null only when all are.
+        set = match (set, n) {
+            (Some(Some(m)), _) => Some(Some(m)),
+            (_, n) => Some(n),
+        };
+    }
+    Ok(set)
+}
+
 /// An invalid combination of options; the message names the flag.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{flag}: {reason}")]
@@ -555,7 +615,18 @@ impl BenchOptions {
         if let Some(o) = self.output_len {
             len_check("--output-len", o, 1)?;
         }
+        self.body_max_tokens()?;
         Ok(())
+    }
+
+    /// The output length `--extra-body` sets ([`extra_body_max_tokens`] for this backend):
+    /// what every request's `max_tokens` is, in place of `--random-output-len` / `--output-len`
+    /// / a dataset line's length.
+    ///
+    /// # Errors
+    /// A value that is not `null` or a token count in range.
+    pub fn body_max_tokens(&self) -> Result<Option<Option<u32>>, OptionError> {
+        extra_body_max_tokens(self.backend, self.extra_body.as_ref())
     }
 
     /// Timeouts and `--duration` (s) within [`limits`]; a `--duration` bounded by concurrency or
@@ -708,8 +779,14 @@ impl BenchOptions {
                 p.saturating_add(ih)
             )
         };
+        // An `--extra-body` output length is every request's (issue 39, fresh tester 1).
+        let output = match self.body_max_tokens() {
+            Ok(Some(Some(n))) => format!("{n} tokens (--extra-body's, not drawn)"),
+            Ok(Some(None)) => "the server's (--extra-body sends none)".to_string(),
+            _ => format!("{ol}–{oh} tokens"),
+        };
         Some(format!(
-            "random lengths: input {input}, output {ol}–{oh} tokens \
+            "random lengths: input {input}, output {output} \
              (--random-range-ratio {r}: {rule})"
         ))
     }
@@ -797,13 +874,17 @@ impl BenchOptions {
         records
     }
 
-    /// The most output tokens a record keeps as the options know them, tokens: random prompts'
+    /// The most output tokens a record keeps as the options know them, tokens: the length an
+    /// `--extra-body` sets ([`BenchOptions::body_max_tokens`]) when it sets one; random prompts'
     /// longest drawn `--random-output-len` (the range included); a dataset's `--output-len`
     /// when given, else 0: its lines' own lengths (`output_len`, `max_tokens`, a recorded
     /// reply) are counted by the dataset loader's memory budget, prompt by prompt
     /// (`inferbench_workload::load_dataset`), so that each record is counted once (issue 39:
     /// two estimators that disagreed made the advised `ulimit -v` false).
     pub fn estimated_output_tokens(&self) -> u64 {
+        if let Ok(Some(Some(n))) = self.body_max_tokens() {
+            return u64::from(n);
+        }
         match self.dataset_name {
             DatasetName::Random => u64::from(self.max_output_len()),
             _ => self.output_len.map_or(0, u64::from),
@@ -1095,6 +1176,16 @@ mod tests {
             "{:?}",
             o.range_notice()
         );
+        // Issue 39 (fresh tester, 1): an `--extra-body` length is every request's.
+        o.extra_body = serde_json::json!({"max_tokens": 400}).as_object().cloned();
+        assert!(
+            (o.range_notice().unwrap()).contains(
+                "drawn), output 400 tokens (--extra-body's, not drawn) (--random-range-ratio"
+            ),
+            "{:?}",
+            o.range_notice()
+        );
+        o.extra_body = None;
         o.random_range_ratio = Some(0.0);
         o.range_semantics = RangeSemantics::Vllm;
         assert_eq!(o.range_notice(), None);
@@ -1111,6 +1202,60 @@ mod tests {
         let o = BenchOptions::default();
         assert_eq!(o.resolved_num_prompts(), 1000);
         assert_eq!(o.resolved_num_warmups(), 0);
+    }
+
+    /// Issue 39 (fresh tester, 1): the output length an `--extra-body` sets, by backend and in
+    /// the server's precedence; `null` sends none; other values are refused naming the field.
+    #[test]
+    fn extra_body_output_length_by_backend() {
+        let get = |b, j: &str| {
+            let v: Value = serde_json::from_str(j).unwrap();
+            extra_body_max_tokens(b, v.as_object())
+        };
+        let (cmp, chat, resp) = (
+            Backend::OpenAiCompletions,
+            Backend::OpenAiChat,
+            Backend::OpenAiResponses,
+        );
+        assert_eq!(extra_body_max_tokens(chat, None), Ok(None));
+        assert_eq!(get(cmp, r#"{"top_p":0.9}"#), Ok(None));
+        assert_eq!(get(cmp, r#"{"max_tokens":400}"#), Ok(Some(Some(400))));
+        // Completions read no max_completion_tokens; the Responses API only max_output_tokens.
+        assert_eq!(get(cmp, r#"{"max_completion_tokens":400}"#), Ok(None));
+        assert_eq!(get(resp, r#"{"max_tokens":400}"#), Ok(None));
+        assert_eq!(get(resp, r#"{"max_output_tokens":7}"#), Ok(Some(Some(7))));
+        assert_eq!(
+            get(chat, r#"{"max_tokens":400,"max_completion_tokens":300}"#),
+            Ok(Some(Some(300)))
+        );
+        assert_eq!(
+            get(chat, r#"{"max_tokens":400,"max_completion_tokens":null}"#),
+            Ok(Some(Some(400)))
+        );
+        assert_eq!(get(chat, r#"{"max_tokens":null}"#), Ok(Some(None)));
+        assert_eq!(
+            get(cmp, r#"{"max_tokens":10000000}"#),
+            Ok(Some(Some(10_000_000)))
+        );
+        assert_eq!(get(cmp, r#"{"max_tokens":4e2}"#), Ok(Some(Some(400))));
+        for bad in ["0", "-1", "4.5", "\"400\"", "10000001", "[1]", "1e+30"] {
+            let e = get(cmp, &format!(r#"{{"max_tokens":{bad}}}"#)).unwrap_err();
+            assert_eq!(e.flag, "--extra-body");
+            assert_eq!(
+                e.reason,
+                format!(
+                    "max_tokens: {bad} is not null or a whole number of tokens in [1, 10000000]"
+                )
+            );
+        }
+        let o = BenchOptions {
+            extra_body: serde_json::json!({"max_tokens": 0}).as_object().cloned(),
+            ..Default::default()
+        };
+        assert_eq!(
+            o.validate_with_memory(None).unwrap_err().flag,
+            "--extra-body"
+        );
     }
 
     #[test]

@@ -279,6 +279,43 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     })
 }
 
+/// Writes `path` as [`write_file`] does (through `<path>.tmp`, renamed onto it once `write`
+/// filled it and it reached the disk; a symbolic link written through; an existing `path`
+/// that is not a regular file never replaced), `write` streaming into a buffered writer of
+/// the temporary file, so that an output too large to hold in memory is never left cut
+/// short: a write that fails (a full disk, `ulimit -f`) leaves `path` as it was (issue 39, a
+/// fresh tester's finding 3: `agentx-traces -o t.jsonl` left a 20,480-byte file).
+///
+/// # Errors
+/// `cannot create|writing|cannot write PATH: <OS error>` or `write`'s own, or `PATH: ` and
+/// [`non_regular`]'s reason; the temporary file is removed.
+pub fn write_streamed(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let target = write_target(path);
+    let path = target.as_path();
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    if let Some(why) = non_regular(&tmp) {
+        anyhow::bail!("{}: {why}", tmp.display());
+    }
+    via_temp(&tmp, path, || {
+        let f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let mut out = BufWriter::new(f);
+        write(&mut out).with_context(|| format!("writing {}", tmp.display()))?;
+        out.flush()
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        let f = out
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        f.sync_data()
+            .with_context(|| format!("writing {}", tmp.display()))
+    })
+}
+
 /// Runs `write` (which fills `tmp`), then renames `tmp` onto `path` ([`rename_onto`]); `tmp`
 /// is listed in `inferbench_core::tempfiles` while it exists (so an end without destructors
 /// removes it too) and removed when either step fails (issue 39, fresh tester's finding 3: no

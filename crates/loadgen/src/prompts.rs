@@ -150,9 +150,14 @@ fn dataset_prompts(
     };
     // A file's lengths are bounded as the flags' are (issue 39 §3: an `output_len` of 4e9 was
     // sent as max_tokens): at most `limits::MAX_TOKENS`, the longest context window.
+    // An `--extra-body` output length is what is sent: the loader's memory budget counts it.
+    let body = match opts.body_max_tokens() {
+        Ok(Some(Some(n))) => Some(n),
+        _ => None,
+    };
     let dopts = workload::DatasetOptions {
         num_prompts: Some(n),
-        output_len: opts.output_len,
+        output_len: body.or(opts.output_len),
         max_context_tokens: crate::options::limits::MAX_TOKENS,
         memory_budget: opts.prompt_memory,
         reply_bytes: crate::options::limits::dataset_reply_bytes(opts.save_detailed),
@@ -160,6 +165,27 @@ fn dataset_prompts(
     };
     workload::load_dataset(kind, path, tok, &dopts)
         .with_context(|| format!("--dataset-path {}", path.display()))
+}
+
+/// `prepared` with every prompt's `max_tokens` set to `body` (the length an `--extra-body`
+/// sets, [`BenchOptions::body_max_tokens`]; `None` inside: the server decides), so that the
+/// records, the client's response caps and the OSL checks use the length the server was sent;
+/// `prepared` itself when `body` is `None` or changes nothing.
+pub fn with_body_max_tokens(
+    prepared: Arc<PreparedPrompts>,
+    body: Option<Option<u32>>,
+) -> Arc<PreparedPrompts> {
+    let Some(max) = body else {
+        return prepared;
+    };
+    if prepared.prompts.iter().all(|p| p.max_tokens == max) {
+        return prepared;
+    }
+    let mut p = (*prepared).clone();
+    for q in &mut p.prompts {
+        q.max_tokens = max;
+    }
+    Arc::new(p)
 }
 
 /// Worker threads for `/tokenize` calls (each with its own keep-alive connection).

@@ -683,7 +683,10 @@ async fn prepare_prompts(
     if prepared.prompts.is_empty() {
         anyhow::bail!("no prompts to send");
     }
-    Ok(Some(prepared))
+    Ok(Some(prompts::with_body_max_tokens(
+        prepared,
+        opts.body_max_tokens()?,
+    )))
 }
 
 /// The HTTP client of the run, on a clock started now: the server, endpoint, backend, model,

@@ -14,6 +14,14 @@ pub enum Role {
     Input,
     /// Written (created or replaced): no other path may name its file.
     Output,
+    /// A folder read as a corpus (`replay --traces DIR`, an eval's `--data-dir`): no output
+    /// may be it or lie inside it, or the command's own files join what a later run reads
+    /// (issue 39, a fresh tester's finding 2: `replay --traces DIR --result-dir DIR` left a
+    /// `summary.json` that every later replay of DIR refused).
+    InputDir,
+    /// A folder the command writes files into (`replay`'s and `eval`'s `--result-dir`): it may
+    /// not be an input folder or lie inside one (inputs inside it are fine).
+    OutputDir,
 }
 
 /// One path a command uses: the flag that names it (`--save-requests`, `--result-dir`'s
@@ -35,6 +43,24 @@ impl NamedPath {
             flag: flag.into(),
             path: path.into(),
             role: Role::Input,
+        }
+    }
+
+    /// A folder read as a corpus ([`Role::InputDir`]).
+    pub fn input_dir(flag: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        Self {
+            flag: flag.into(),
+            path: path.into(),
+            role: Role::InputDir,
+        }
+    }
+
+    /// A folder written into ([`Role::OutputDir`]).
+    pub fn output_dir(flag: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        Self {
+            flag: flag.into(),
+            path: path.into(),
+            role: Role::OutputDir,
         }
     }
 
@@ -177,9 +203,64 @@ fn inode(_m: &std::fs::Metadata) -> FileId {
 /// inputs may name one file; paths that are not regular files (devices, directories) are not
 /// compared. Linear in the paths (a whole sweep's thousands of files are checked at once).
 ///
+/// Folders ([`Role::InputDir`], [`Role::OutputDir`]) are compared by containment
+/// ([`check_nesting`]) after the files.
+///
 /// # Errors
-/// `--a A and --b B name the same file: …` with what to do (give each its own path).
+/// `--a A and --b B name the same file: …` with what to do (give each its own path); an
+/// output inside an input folder, or an input inside an output folder: [`check_nesting`]'s.
 pub fn check_distinct(paths: &[NamedPath]) -> anyhow::Result<()> {
+    let files: Vec<NamedPath> = (paths.iter())
+        .filter(|p| matches!(p.role, Role::Input | Role::Output))
+        .cloned()
+        .collect();
+    check_files(&files)?;
+    check_nesting(paths)
+}
+
+/// Refuses an output (a file or an output folder) that is an input folder or lies inside one
+/// (`replay --traces DIR --result-dir DIR` left a `summary.json` in the corpus that every later
+/// replay of DIR refused): the first such pair in `paths`' order, naming both flags and paths.
+/// An input (file or folder) inside an output folder is fine: the command writes only its own
+/// named files there, and the same-file check keeps those off every input
+/// (`replay --traces t.jsonl --result-dir .` is an ordinary command line). Paths are compared as
+/// a write reaches them ([`resolve_future`]: links followed, `..` and `./` spellings resolved,
+/// a folder not there yet by where it will be); a path that cannot be resolved is skipped.
+/// Quadratic in the folders only (a command names a handful).
+///
+/// # Errors
+/// `--result-dir's summary.json DIR/summary.json is inside --traces DIR: …` with what to do.
+pub fn check_nesting(paths: &[NamedPath]) -> anyhow::Result<()> {
+    let resolved = (paths.iter())
+        .map(|p| resolve_future(&p.path).map_err(|e| anyhow::anyhow!("{} {e}", p.flag)))
+        .collect::<anyhow::Result<Vec<Option<PathBuf>>>>()?;
+    let input_dirs = (paths.iter().zip(&resolved))
+        .filter_map(|(p, r)| match (p.role, r) {
+            (Role::InputDir, Some(r)) => Some((p, r.as_path())),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    for (p, r) in paths.iter().zip(&resolved) {
+        let (Role::Output | Role::OutputDir, Some(r)) = (p.role, r) else {
+            continue;
+        };
+        if let Some((d, dr)) = input_dirs.iter().find(|(_, dr)| r.starts_with(dr)) {
+            let how = if r == dr { "is" } else { "is inside" };
+            anyhow::bail!(
+                "{} {} {how} {} {}: the command's outputs would join what it reads (a later run \
+                 would read them as input); give the output a folder outside it",
+                p.flag,
+                p.path.display(),
+                d.flag,
+                d.path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// [`check_distinct`]'s file comparison: files only.
+fn check_files(paths: &[NamedPath]) -> anyhow::Result<()> {
     let ids = (paths.iter())
         .map(|p| file_id(&p.path).map_err(|e| anyhow::anyhow!("{} {e}", p.flag)))
         .collect::<anyhow::Result<Vec<Option<FileId>>>>()?;
@@ -280,8 +361,9 @@ pub const REPLAY_FILES: [&str; 9] = [
 ];
 
 /// The paths a `replay` reads and writes: each trace file (`--traces` a file, or the `*.jsonl`
-/// and `*.json` files directly in a `--traces` directory, as the loader reads them), a
-/// tokenizer file, and each file of [`REPLAY_FILES`] in `--result-dir`.
+/// and `*.json` files directly in a `--traces` directory, as the loader reads them, and the
+/// directory itself as an input folder), a tokenizer file, `--result-dir` as an output folder
+/// and each file of [`REPLAY_FILES`] in it.
 pub fn replay_paths(
     traces: Option<&Path>,
     tokenizer: &str,
@@ -299,6 +381,7 @@ pub fn replay_paths(
                 .collect();
             files.sort();
             v.extend(files.into_iter().map(|p| NamedPath::input("--traces", p)));
+            v.push(NamedPath::input_dir("--traces", t));
         } else {
             v.push(NamedPath::input("--traces", t));
         }
@@ -307,6 +390,7 @@ pub fn replay_paths(
         v.push(NamedPath::input("--tokenizer", tokenizer));
     }
     if let Some(d) = result_dir {
+        v.push(NamedPath::output_dir("--result-dir", d));
         for f in REPLAY_FILES {
             v.push(NamedPath::output(format!("--result-dir's {f}"), d.join(f)));
         }

@@ -432,3 +432,31 @@ async fn no_server_exits_3_and_names_the_url() {
         "{report}"
     );
 }
+
+/// Issue 39 (a fresh tester's findings, 1), replay's side: an `--extra-body` output length is
+/// every request's `max_tokens` (warmups' 1 and the traces' `out` replaced, as the body sent
+/// says), and the sim's answers are that long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_records_the_extra_body_output_length() {
+    let sim = sim();
+    let tr = Arc::new(traces());
+    let prompter = Arc::new(prompter(&tr));
+    let o = ReplayOptions {
+        extra_body: serde_json::json!({"max_tokens": 12}).as_object().cloned(),
+        ..opts(sim.base_url(), Duration::from_millis(600))
+    };
+    let out = run_replay(o, tr, prompter, CancellationToken::new())
+        .await
+        .expect("replay runs");
+    assert!(out.records.iter().any(|r| r.phase == Phase::Warmup));
+    assert!(out
+        .records
+        .iter()
+        .any(|r| r.success && r.phase == Phase::Profile));
+    for r in &out.records {
+        assert_eq!(r.max_tokens, Some(12), "request {}", r.request_id);
+        if r.success {
+            assert_eq!(r.completion_tokens, 12, "request {}", r.request_id);
+        }
+    }
+}

@@ -486,3 +486,58 @@ async fn replay_probes_take_no_send_index() {
         .iter()
         .all(|h| header(h, "x-tenant").as_deref() == Some("t1")));
 }
+
+/// Issue 39 (a fresh tester's findings, 1): an `--extra-body` output length is the one sent,
+/// so it is the records' `max_tokens`, the client's response cap and the estimates' length.
+/// Before the fix, `{"max_tokens":400}` over prompts of 4 cut every response at the client's
+/// cap ("the server ignored max_tokens") and recorded 4. Each backend's field, and chat's
+/// precedence (`max_completion_tokens` over `max_tokens`, as vLLM reads it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extra_body_output_length_is_the_records_and_the_estimates() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        mode: inferbench_sim::Mode::Instant,
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let cases = [
+        (Backend::OpenAiCompletions, r#"{"max_tokens":400}"#, 400u32),
+        (Backend::OpenAiChat, r#"{"max_tokens":400}"#, 400),
+        (
+            Backend::OpenAiChat,
+            r#"{"max_tokens":400,"max_completion_tokens":300}"#,
+            300,
+        ),
+        (
+            Backend::OpenAiResponses,
+            r#"{"max_output_tokens":400}"#,
+            400,
+        ),
+    ];
+    for (backend, body, want) in cases {
+        let extra: serde_json::Value = serde_json::from_str(body).unwrap();
+        let o = BenchOptions {
+            backend,
+            extra_body: extra.as_object().cloned(),
+            ..opts(sim.base_url(), 3, 1, 4)
+        };
+        assert_eq!(
+            o.estimated_output_tokens(),
+            u64::from(want),
+            "{backend:?} {body}"
+        );
+        let out = run_bench(o, CancellationToken::new()).await.unwrap();
+        assert_eq!(
+            out.end,
+            inferbench_loadgen::RunEnd::Passed,
+            "{backend:?} {body}: {:?}",
+            out.notes
+        );
+        assert_eq!(out.records.len(), 4);
+        for r in &out.records {
+            assert!(r.success, "{backend:?} {body}: {:?}", r.error);
+            assert_eq!(r.max_tokens, Some(want), "{backend:?} {body}");
+            assert_eq!(r.completion_tokens, want, "{backend:?} {body}");
+        }
+    }
+}

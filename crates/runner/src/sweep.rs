@@ -670,7 +670,8 @@ pub const EVAL_POINT_FILES: [&str; 3] =
 /// Every path a sweep (or `job`) of `jobs` reads or writes, for one same-file check of the
 /// whole sweep before the first launch (issue 39's leftovers, 2: two points, or a point and an
 /// input, naming one file were found only when that point ran): the inputs of `opts` (the
-/// `--traces` files, a `--tokenizer` file, `--eval-data-dir`'s `test.jsonl`/`train.jsonl`,
+/// `--traces` files (a `--traces` folder also as an input folder), a `--tokenizer` file,
+/// `--eval-data-dir`'s `test.jsonl`/`train.jsonl` and the folder itself,
 /// `--tls-ca`, `--engine-script`, the server log it copies, each `--model-path` file), `sweep.json` (when
 /// written), and for each point to run (not done, or `--force`) its `job.json`, `status.json`,
 /// `server.log` (the engine's, copied) and what the load
@@ -696,6 +697,7 @@ pub fn sweep_paths(
                 d.join(f),
             ));
         }
+        v.push(NamedPath::input_dir("--eval-data-dir", d));
     }
     v.extend((opts.bench.client.tls_ca.iter()).map(|p| NamedPath::input("--tls-ca", p)));
     v.extend((opts.engine.script.iter()).map(|p| NamedPath::input("--engine-script", p)));
@@ -746,7 +748,9 @@ pub fn sweep_paths(
                                 v.push(p);
                             }
                         }
-                        samefile::Role::Input => v.push(p),
+                        samefile::Role::Input
+                        | samefile::Role::InputDir
+                        | samefile::Role::OutputDir => v.push(p),
                         samefile::Role::Output => {
                             let name = p
                                 .path

@@ -347,6 +347,121 @@ pub struct Store {
     /// `Some(version)` when this is an in-memory migrated copy of a SQLite file at that older
     /// schema version ([`Store::open_existing`]); the file itself is untouched.
     migrated_copy_of: Option<i64>,
+    /// The private copy this store reads in place of a file it could not read where it is
+    /// ([`ReaderCopy`]); removed when the store is dropped (after `conn`, declared before it).
+    _reader_copy: Option<ReaderCopy>,
+}
+
+/// A private copy of a SQLite database and its `-wal` in a folder of its own under the
+/// temporary directory (`TMPDIR`, else `/tmp`; mode 0700), read in place of a WAL database
+/// whose log holds changes that cannot be indexed where it lies (issue 39, a fresh tester's
+/// finding 5: a read-only database with a pending `-wal` and no `-shm` in a read-only folder
+/// was refused, exit 2). Its files are listed in `inferbench_core::tempfiles` while they exist
+/// (an end without destructors removes them too); the folder is removed when this is dropped.
+struct ReaderCopy {
+    _dir: tempfile::TempDir,
+    _listed: Vec<inferbench_core::tempfiles::Pending>,
+}
+
+/// Room a [`ReaderCopy`] needs besides the two files' bytes, bytes: the log's index (`-shm`,
+/// 32 KiB a block, two blocks) and the pages a checkpoint at close may add to the copy (at most
+/// the log's size again, counted by the caller).
+const COPY_MARGIN_BYTES: u64 = 64 << 10;
+
+/// Free bytes for an unprivileged user in the file system holding `dir` (`statvfs`'s
+/// `f_bavail` × `f_frsize`); `None` where it cannot be read.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: `c` is a NUL-terminated path and `st` a zeroed statvfs the call fills.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0;
+        #[allow(clippy::unnecessary_cast)]
+        ok.then(|| (st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
+/// Copies the database at `path` and its `-wal` (`wal`, `wal_len` bytes) into a fresh
+/// [`ReaderCopy`] and opens the copy for reading (read-write on the private copy, so that
+/// SQLite can index its log, then `PRAGMA query_only`), with one notice line naming the copy.
+/// The space is checked first: both files, the log again and [`COPY_MARGIN_BYTES`].
+///
+/// # Errors
+/// [`StoreError::Db`] naming the location: not enough free space in the temporary directory
+/// (the bytes needed and free, and `TMPDIR`), or a copy or open that failed.
+fn open_private_copy(
+    path: &Path,
+    location: &str,
+    wal: &Path,
+    wal_len: u64,
+) -> Result<(rusqlite::Connection, ReaderCopy), StoreError> {
+    let fail = |what: String| {
+        StoreError::Db(format!(
+            "{location}: its write-ahead log ({wal_len} bytes) holds changes not yet in the main \
+             file, and this process cannot index it in a folder it cannot write, so it reads a \
+             private copy: {what}"
+        ))
+    };
+    let db_len = std::fs::metadata(path)
+        .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?
+        .len();
+    let need = (db_len.saturating_add(wal_len.saturating_mul(2))).saturating_add(COPY_MARGIN_BYTES);
+    let root = std::env::temp_dir();
+    if let Some(free) = free_bytes(&root) {
+        if free < need {
+            return Err(fail(format!(
+                "the copy needs {need} bytes in {} and {free} are free (free some, or set \
+                 TMPDIR to a folder with room)",
+                root.display()
+            )));
+        }
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("inferbench-db-")
+        .tempdir_in(&root)
+        .map_err(|e| fail(format!("cannot make a folder in {}: {e}", root.display())))?;
+    let copy = dir.path().join("copy.db");
+    let side = |s: &str| {
+        let mut p = copy.clone().into_os_string();
+        p.push(s);
+        std::path::PathBuf::from(p)
+    };
+    let listed = std::iter::once(copy.clone())
+        .chain(["-wal", "-shm", "-journal"].map(side))
+        .map(|p| inferbench_core::tempfiles::register(&p))
+        .collect();
+    let held = ReaderCopy {
+        _dir: dir,
+        _listed: listed,
+    };
+    std::fs::copy(path, &copy).map_err(|e| fail(format!("copying {}: {e}", path.display())))?;
+    std::fs::copy(wal, side("-wal"))
+        .map_err(|e| fail(format!("copying {}: {e}", wal.display())))?;
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let c = rusqlite::Connection::open_with_flags(&copy, flags)
+        .and_then(|c| c.execute_batch("PRAGMA query_only = ON").map(|()| c))
+        .and_then(|c| {
+            c.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|_| c)
+        })
+        .map_err(|e| fail(format!("reading the copy: {e}")))?;
+    inferbench_core::notice::line(&format!(
+        "inferbench: {location}'s write-ahead log holds {wal_len} bytes not yet in its main file \
+         and its folder cannot be written here: reading a private copy ({} bytes, removed at \
+         exit) as of now",
+        db_len.saturating_add(wal_len)
+    ));
+    Ok((c, held))
 }
 
 impl std::fmt::Debug for Store {
@@ -366,13 +481,17 @@ pub const DEFAULT_DB: &str = "inferbench.db";
 /// user's file). A WAL database needs its `-shm` index; where that cannot be created (the
 /// directory is not writable and no `-shm` is there), the file is opened `immutable=1`, which is
 /// exact when no `-wal` file holds changes: the main file then is the whole database. A
-/// non-empty `-wal` that cannot be indexed is an error saying so (its changes would be missed).
-/// Errors: [`StoreError::BadUrl`] when the file cannot be opened, [`StoreError::Db`] for the
-/// WAL case.
-fn open_sqlite_reader(path: &Path, location: &str) -> Result<rusqlite::Connection, StoreError> {
+/// non-empty `-wal` that cannot be indexed there is read from a private copy of the file and
+/// its log ([`open_private_copy`], returned with the connection: the copy lives as long as it).
+/// Errors: [`StoreError::BadUrl`] when the file cannot be opened, [`StoreError::Db`] when the
+/// copy cannot be made (no room in the temporary directory, a log that cannot be read).
+fn open_sqlite_reader(
+    path: &Path,
+    location: &str,
+) -> Result<(rusqlite::Connection, Option<ReaderCopy>), StoreError> {
     use rusqlite::{ErrorCode, OpenFlags};
     if let Some(c) = open_sqlite_tidy_reader(path) {
-        return Ok(c);
+        return Ok((c, None));
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
@@ -392,24 +511,21 @@ fn open_sqlite_reader(path: &Path, location: &str) -> Result<rusqlite::Connectio
         {
             let mut wal = path.as_os_str().to_owned();
             wal.push("-wal");
+            let wal = std::path::PathBuf::from(wal);
             let pending = std::fs::metadata(&wal).map_or(0, |m| m.len());
-            if pending > 0 {
-                return Err(StoreError::Db(format!(
-                    "{location}: its write-ahead log ({} bytes in {}-wal) holds changes not yet \
-                     in the main file, and this process cannot create the log's index ({}-shm) \
-                     in a directory it cannot write ({e}): open it once where it is writable \
-                     (any `inferbench report` there checkpoints it), or copy the three files to \
-                     a writable directory",
-                    pending, location, location
-                )));
-            }
             drop(c);
+            if pending > 0 {
+                let (c, copy) = open_private_copy(path, location, &wal, pending)?;
+                return Ok((c, Some(copy)));
+            }
             let abs = std::path::absolute(path)
                 .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?;
             let uri = format!("file:{}?immutable=1", uri_path(&abs));
-            rusqlite::Connection::open_with_flags(uri, flags).map_err(bad)
+            rusqlite::Connection::open_with_flags(uri, flags)
+                .map(|c| (c, None))
+                .map_err(bad)
         }
-        _ => Ok(c),
+        _ => Ok((c, None)),
     }
 }
 
@@ -508,6 +624,7 @@ impl Store {
     /// would convert another program's database).
     fn open_mode(location: &str, writer: bool) -> Result<Store, StoreError> {
         refuse_sqlite_uri(location)?;
+        let mut reader_copy = None;
         let conn = if is_postgres(location) {
             let (url, schema) = split_schema(location)?;
             // A URL that does not parse is a bad location; one that parses but whose server
@@ -543,12 +660,14 @@ impl Store {
                     ));
                 }
             }
-            let c = if writer {
-                rusqlite::Connection::open(path)
-                    .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?
+            let (c, copy) = if writer {
+                let c = rusqlite::Connection::open(path)
+                    .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?;
+                (c, None)
             } else {
                 open_sqlite_reader(path, location)?
             };
+            reader_copy = copy;
             c.busy_timeout(std::time::Duration::from_secs(10))
                 .map_err(|e| StoreError::Db(e.to_string()))?;
             let pragmas = if writer {
@@ -584,6 +703,7 @@ impl Store {
             location: redact(location),
             batch_view: None,
             migrated_copy_of: None,
+            _reader_copy: reader_copy,
         })
     }
 
@@ -658,6 +778,7 @@ impl Store {
             location: self.location.clone(),
             batch_view: self.batch_view,
             migrated_copy_of: Some(found),
+            _reader_copy: None,
         };
         copy.migrate()?;
         Ok(copy)

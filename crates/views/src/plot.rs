@@ -163,45 +163,63 @@ fn grouped<'a>(
 }
 
 /// Draws the chart to `out`; the extension chooses the format (`.svg` or `.png`). Returns what
-/// was drawn and left out. Errors when there is nothing to plot (no row has both metrics) or the
-/// file cannot be written.
+/// was drawn and left out. The chart is drawn in memory ([`render`]) and written to
+/// `<out>.tmp` (listed in `inferbench_core::tempfiles` while it exists), flushed to disk and
+/// renamed onto `out` (through a symbolic link, onto the file it leads to), so a write that
+/// fails (a full disk, `ulimit -f`) leaves the previous chart as it was and no temporary file
+/// (issue 39, a fresh tester's finding 3: a cut-short chart replaced it). Errors when there is
+/// nothing to plot (no row has both metrics) or the file cannot be written (`OUT: why`).
 pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport, StoreError> {
-    let (groups, report) = grouped(rows, spec)?;
     let ext = out
         .extension()
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_lowercase();
     let err = |e: String| StoreError::Other(format!("{}: {e}", out.display()));
-    if !matches!(ext.as_str(), "svg" | "png") {
-        return Err(err(
-            "unsupported format: use a .svg or .png file name".into()
-        ));
-    }
-    // The file's directory is made, and the file opened once, before drawing, so a bad path
-    // says what is wrong (trial 14: a missing directory gave the backend's debug text).
+    let format = match ext.as_str() {
+        "svg" => ChartFormat::Svg,
+        "png" => ChartFormat::Png,
+        _ => {
+            grouped(rows, spec)?;
+            return Err(err(
+                "unsupported format: use a .svg or .png file name".into()
+            ));
+        }
+    };
+    // The file's directory is made before drawing, so a bad path says what is wrong (trial
+    // 14: a missing directory gave the backend's debug text).
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| err(format!("cannot create its directory: {e}")))?;
     }
-    // Never a device, FIFO, socket or directory (issue 39 §1): refused before it is opened.
+    // Never a device, FIFO, socket or directory (issue 39 §1): refused before it is written.
     if std::fs::metadata(out).is_ok_and(|m| !m.is_file()) {
         return Err(err("it exists and is not a regular file".into()));
     }
-    std::fs::File::create(out).map_err(|e| err(format!("cannot write it: {e}")))?;
-    match ext.as_str() {
-        "svg" => {
-            let root = SVGBackend::new(out, (spec.width, spec.height)).into_drawing_area();
-            draw(root, &groups, spec).map_err(err).map(|()| report)
+    let (bytes, report) = render(rows, spec, format)?;
+    // A link is written through (the file it leads to is replaced, not the link).
+    let target = match std::fs::symlink_metadata(out) {
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf())
         }
-        "png" => {
-            let root = BitMapBackend::new(out, (spec.width, spec.height)).into_drawing_area();
-            draw(root, &groups, spec).map_err(err).map(|()| report)
-        }
-        _ => Err(err(
-            "unsupported format: use a .svg or .png file name".into()
-        )),
+        _ => out.to_path_buf(),
+    };
+    let mut name = target.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = target.with_file_name(name);
+    let _pending = inferbench_core::tempfiles::register(&tmp);
+    let written = (|| {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_data()?;
+        std::fs::rename(&tmp, &target)
+    })();
+    if let Err(e) = written {
+        std::fs::remove_file(&tmp).ok();
+        return Err(err(format!("cannot write it: {e}")));
     }
+    Ok(report)
 }
 
 /// Draws the chart in memory, as [`plot`] draws it to a file (the same renderer: the

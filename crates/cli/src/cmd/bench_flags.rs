@@ -70,7 +70,9 @@ pub struct TargetFlags {
     #[arg(long, help_heading = "Target")]
     pub no_proxy: bool,
     /// JSON object merged into every request body (overrides our keys), e.g.
-    /// '{"temperature":0.7}' (AIPerf's --extra-inputs).
+    /// '{"temperature":0.7}' (AIPerf's --extra-inputs). An output length it sets
+    /// (max_tokens, max_completion_tokens for chat, max_output_tokens for Responses) is every
+    /// request's max_tokens, in the records and the estimates (null: the server decides).
     #[arg(
         long,
         alias = "extra-inputs",
@@ -882,8 +884,11 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
     }
     out!("{}", render(&points));
     if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&points)?)
-            .with_context(|| format!("--json: cannot write {}", p.display()))?;
+        inferbench_loadgen::output::write_file(
+            p,
+            serde_json::to_string_pretty(&points)?.as_bytes(),
+        )
+        .map_err(|e| super::write_failed("--json", e))?;
     }
     // Trial 24: the timed sim passed for an instant server.
     if let Some(warning) = inferbench_loadgen::selftest::not_instant(&points) {

@@ -151,7 +151,8 @@ pub const EVAL_DATA_FILES: [&str; 2] = ["test.jsonl", "train.jsonl"];
 /// Refuses two of the eval's paths naming one file when either is written
 /// ([`inferbench_loadgen::samefile::check_distinct`], as `bench` and `replay` check theirs):
 /// each file of [`EVAL_OUTPUT_FILES`] in `result_dir` against the others, the data files of
-/// `opts.data_dir` ([`EVAL_DATA_FILES`]) and `--tls-ca`.
+/// `opts.data_dir` ([`EVAL_DATA_FILES`]) and `--tls-ca`; `result_dir` neither is nor lies
+/// inside the data folder, nor it inside `result_dir`.
 ///
 /// # Errors
 /// The first two flags naming one file and the two paths (the caller exits 2, nothing sent).
@@ -166,6 +167,10 @@ pub fn check_same_files(
         .map(|f| NamedPath::input(format!("--data-dir's {f}"), opts.data_dir.join(f)))
         .collect();
     paths.extend(tls_ca.map(|p| NamedPath::input("--tls-ca", p)));
+    // No result folder in (or being) the data folder, nor the data folder in the result folder
+    // (issue 39, fresh tester's finding 2's kind).
+    paths.push(NamedPath::input_dir("--data-dir", &opts.data_dir));
+    paths.push(NamedPath::output_dir("--result-dir", result_dir));
     paths.extend(
         EVAL_OUTPUT_FILES
             .iter()

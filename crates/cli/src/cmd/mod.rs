@@ -41,6 +41,26 @@ pub fn error_status(e: &anyhow::Error) -> ExitStatus {
     }
 }
 
+/// The error of a user-named output file whose write failed once its content was made (a
+/// full disk, `ulimit -f`): exit 1 ([`ExitStatus::Failed`], as a stdout that cannot be
+/// written), `FLAG: why; the previous file (if any) is kept` (every such file is written
+/// through a temporary file renamed onto it: `inferbench_loadgen::output::write_streamed`).
+/// Checks made before the work (a path that is a folder, a folder that cannot be made) stay
+/// usage errors (2).
+pub fn write_failed(flag: &str, e: anyhow::Error) -> anyhow::Error {
+    StatusError {
+        status: ExitStatus::Failed,
+        message: format!("{flag}: {e:#}; the previous file (if any) is kept"),
+    }
+    .into()
+}
+
+/// The help text's words for [`write_failed`]'s exit 1, the same in every subcommand's list
+/// (the help test checks each list holds them).
+#[cfg(test)]
+pub const WRITE_FAILED_HELP: &str =
+    "an output file could not be written (a full disk or `ulimit -f`; the previous file is kept)";
+
 /// The multi-threaded tokio runtime a long-running subcommand runs in: a worker per core
 /// ([`crate::limits::worker_threads`]) and at most [`crate::limits::blocking_threads`] blocking
 /// threads (4 under `ulimit -v`, else 32; tokio's default of 512, 2 MiB of stack each, is

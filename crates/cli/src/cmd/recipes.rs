@@ -200,8 +200,8 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
             }
-            std::fs::write(&p, text)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+            inferbench_loadgen::output::write_file(&p, text.as_bytes())
+                .map_err(|e| super::write_failed("--output", e))?;
             errln!(
                 "wrote {} ({})",
                 p.display(),
@@ -513,9 +513,8 @@ fn run_changelog(args: ChangelogFlags) -> anyhow::Result<ExitStatus> {
     )?;
     let text = changelog::to_json_text(&value);
     match &args.output {
-        Some(p) => {
-            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
-        }
+        Some(p) => inferbench_loadgen::output::write_file(p, text.as_bytes())
+            .map_err(|e| super::write_failed("--output", e))?,
         None => emit(&text)?,
     }
     Ok(ExitStatus::Ok)

@@ -198,10 +198,12 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     if let Some(why) = inferbench_loadgen::output::non_regular(&args.out) {
         anyhow::bail!("--out {}: {why}", args.out.display());
     }
-    let f = std::fs::File::create(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
-    synthetic::write_jsonl(&traces, std::io::BufWriter::new(f))
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    // Through a temporary file renamed onto --out (issue 39, a fresh tester's finding 3: a
+    // failed write left a cut-short corpus over the previous one).
+    inferbench_loadgen::output::write_streamed(&args.out, |w| {
+        synthetic::write_jsonl(&traces, w).map_err(anyhow::Error::from)
+    })
+    .map_err(|e| super::write_failed("--out", e))?;
     let bytes = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
     outln!(
         "wrote {}: {}, {}",

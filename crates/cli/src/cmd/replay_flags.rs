@@ -182,6 +182,10 @@ impl ReplayFlags {
     /// `--unsafe-override`).
     pub fn options(&self) -> anyhow::Result<ReplayOptions> {
         let extra_body = self.target.parsed_extra_body()?;
+        inferbench_loadgen::options::extra_body_max_tokens(
+            inferbench_client::Backend::OpenAiChat,
+            extra_body.as_ref(),
+        )?;
         let headers = self.target.parsed_headers()?;
         let (lo, hi) = (
             self.trajectory_start_min_ratio,

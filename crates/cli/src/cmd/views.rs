@@ -645,7 +645,7 @@ fn print_rows(
 
 /// Exit codes of `plot` (its `--help`).
 pub const PLOT_EXIT_CODES_HELP: &str = "Exit codes: 0 chart written (points without a value, or \
-     clipped, are named on stderr); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, no database, a database with no runs yet (run \
+     clipped, are named on stderr); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or an output file could not be written (a full disk or `ulimit -f`; the previous file is kept); 2 bad flags, no database, a database with no runs yet (run \
      `inferbench quickstart` or `inferbench ingest`), or no point to draw.";
 
 /// Flags of `inferbench plot`.
@@ -792,7 +792,31 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
         include_invalid: args.include_invalid,
         source: String::new(),
     };
-    let drawn = inferbench_views::plot::plot(&rows, &spec, &args.out)?;
+    // Drawn in memory, then written through a temporary file renamed onto --out (issue 39, a
+    // fresh tester's finding 3: a failed write left a cut-short chart over the previous one).
+    let ext = (args.out.extension().and_then(|e| e.to_str()))
+        .unwrap_or("")
+        .to_lowercase();
+    let format = match ext.as_str() {
+        "svg" => inferbench_views::plot::ChartFormat::Svg,
+        "png" => inferbench_views::plot::ChartFormat::Png,
+        _ => anyhow::bail!(
+            "{}: unsupported format: use a .svg or .png file name",
+            args.out.display()
+        ),
+    };
+    let (bytes, drawn) = inferbench_views::plot::render(&rows, &spec, format)?;
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            anyhow::anyhow!(
+                "--out {}: cannot create {}: {e}",
+                args.out.display(),
+                dir.display()
+            )
+        })?;
+    }
+    inferbench_loadgen::output::write_file(&args.out, &bytes)
+        .map_err(|e| super::write_failed("--out", e))?;
     outln!("wrote {}", args.out.display());
     if let Some(n) = drawn.note() {
         errln!("inferbench plot: {n}");

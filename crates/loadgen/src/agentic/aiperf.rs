@@ -618,15 +618,20 @@ fn regular_or_missing(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Writes `v` as pretty JSON through `<path>.tmp` renamed onto `path`
+/// ([`crate::output::write_streamed`]): a failed write keeps the previous file (issue 39, a
+/// fresh tester's finding 3's kind).
 fn write_json(path: &Path, v: &impl Serialize) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     regular_or_missing(path)?;
-    let mut out = BufWriter::new(File::create(path)?);
-    serde_json::to_writer_pretty(&mut out, v)?;
-    out.write_all(b"\n")?;
-    out.flush()
+    crate::output::write_streamed(path, |out| {
+        serde_json::to_writer_pretty(&mut *out, v)?;
+        out.write_all(b"\n")?;
+        Ok(())
+    })
+    .map_err(|e| io::Error::other(format!("{e:#}")))
 }
 
 /// Writes every record to `<result_dir>/aiperf_artifacts/profile_export.jsonl` (the non-streaming

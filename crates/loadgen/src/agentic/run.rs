@@ -278,6 +278,8 @@ pub async fn run_replay_adaptive(
     }
     // The chat template's overhead on the server's prompt counts, measured before the run
     // clock starts and before the `/metrics` baseline (issue 39 §4).
+    let body_max =
+        crate::options::extra_body_max_tokens(Backend::OpenAiChat, opts.extra_body.as_ref())?;
     let mut probe_notes = Vec::new();
     let overhead = measure_overhead(&opts, &cancel, &mut probe_notes).await?;
     let per_lane = plans
@@ -339,7 +341,7 @@ pub async fn run_replay_adaptive(
                 &traces,
                 &prompter,
                 &mut cursors,
-                (d, id, overhead),
+                (d, id, overhead, body_max),
                 &done_tx,
                 &stop_requests,
             );
@@ -926,14 +928,21 @@ fn first_warmup_failure(records: &[RequestRecord]) -> Option<&RequestRecord> {
 ///
 /// The request's client-side prompt count is the trace's `in` plus the measured template
 /// overhead for its number of messages (`overhead`, issue 39 §4), so that its ISL check
-/// compares like with like. A prompt whose synthesis fails (a panic) is recorded as a failed
+/// compares like with like. Its `max_tokens` is the length an `--extra-body` sets
+/// (`body_max`, [`crate::options::extra_body_max_tokens`]) when it sets one, else the trace's
+/// `out` (1 for a warmup). A prompt whose synthesis fails (a panic) is recorded as a failed
 /// request with the cause; the run goes on.
 fn spawn_request(
     client: &Client,
     traces: &Arc<Vec<Trace>>,
     prompter: &Arc<Prompter>,
     cursors: &mut HashMap<(u32, u32), StreamCursor>,
-    (d, request_id, overhead): (Dispatch, u64, Option<TemplateOverhead>),
+    (d, request_id, overhead, body_max): (
+        Dispatch,
+        u64,
+        Option<TemplateOverhead>,
+        Option<Option<u32>>,
+    ),
     done_tx: &mpsc::UnboundedSender<Done>,
     stop: &CancellationToken,
 ) {
@@ -949,10 +958,11 @@ fn spawn_request(
         cursors.remove(&(d.play, d.stream));
     }
     let (hit_blocks, total_blocks) = prompter.theoretical_hit(d.trace, d.stream, d.turn);
-    let max_tokens = if d.kind == Kind::Profile {
-        req.output_tokens.max(1)
-    } else {
-        1
+    // An `--extra-body` output length is what the server is sent, for every request.
+    let max_tokens = match body_max {
+        Some(set) => set,
+        None if d.kind == Kind::Profile => Some(req.output_tokens.max(1)),
+        None => Some(1),
     };
     let meta = RequestMeta {
         request_id,
@@ -1001,7 +1011,7 @@ fn spawn_request(
                     text: "",
                     messages: Some(&messages),
                     prompt_tokens: prompt_tokens.saturating_add(template_tokens),
-                    max_tokens: Some(max_tokens),
+                    max_tokens,
                 };
                 client.send(&input, meta, &stop).await
             }
@@ -1019,7 +1029,7 @@ fn synthesis_failed(
     client: &Client,
     meta: RequestMeta,
     plan: &inferbench_workload::agentx::synth::TurnPlan,
-    max_tokens: u32,
+    max_tokens: Option<u32>,
     panic: Box<dyn std::any::Any + Send>,
 ) -> RequestRecord {
     let why = panic
@@ -1044,7 +1054,7 @@ fn synthesis_failed(
             plan.prompt_tokens
         )),
         prompt_tokens_client: plan.prompt_tokens,
-        max_tokens: Some(max_tokens),
+        max_tokens,
         ..Default::default()
     }
 }
@@ -1489,7 +1499,7 @@ mod tests {
             headers: Vec::new(),
         };
         let panic = std::panic::catch_unwind(|| panic!("grid index 9 out of range")).unwrap_err();
-        let rec = synthesis_failed(&client, meta, &plan, 7, panic);
+        let rec = synthesis_failed(&client, meta, &plan, Some(7), panic);
         assert!(!rec.success);
         assert_eq!(rec.error_class, Some(ErrorClass::Malformed));
         assert_eq!(
