@@ -180,19 +180,20 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
         2,
         &format!(
             "replay --synthetic quickstart --base-url {url} --model m --concurrency 1 \
-             --benchmark-duration 2 --unsafe-override --result-dir out"
+             --benchmark-duration 2 --unsafe-override --result-dir out --no-server-metrics"
         ),
     );
     assert_eq!(
         (code, err.as_str()),
         (
             Some(2),
-            // Every file of --result-dir counted, the records files the largest here (issue
-            // 39, files, ingest and hints, 2: only the summary was, 16 KiB advised).
+            // Every file of --result-dir counted, the records files the largest here without
+            // the scrapes (issue 39, files, ingest and hints, 2: only the summary was, 16 KiB
+            // advised); their lines by the client's kept rule (`fsize::records_upper_bytes`).
             "error: `ulimit -f` limits each file to 1 KiB; --result-dir's requests.jsonl (and \
-             aiperf_artifacts/profile_export.jsonl) may hold up to 394 KiB (at least 4 KiB): \
-             nothing was sent; raise the limit to at least 394 (`ulimit -f 394`, in KiB as bash \
-             counts; 788 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+             aiperf_artifacts/profile_export.jsonl) may hold up to 190 KiB (at least 4 KiB): \
+             nothing was sent; raise the limit to at least 190 (`ulimit -f 190`, in KiB as bash \
+             counts; 380 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
         )
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");

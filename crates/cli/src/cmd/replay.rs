@@ -264,8 +264,8 @@ const SERVER_METRICS_EXPORT_UPPER_BYTES: u64 = 256 << 10;
 /// ([`inferbench_loadgen::agentic::RecordsRoom`]: the profile ends early rather than pass the
 /// limit) and planned at what the run needs to measure at all: every lane's primers and
 /// warmups (one output token each) and twice the lines of the most requests in flight at once
-/// (`lane`'s sessions' peak, each of the traces' longest output, at most `lane.request_bytes`
-/// ÷ 32 tokens). Without a lane load (traces that could not be counted) the records files are
+/// (`lane`'s sessions' peak, each of the traces' longest output, `lane.out_tokens`, by the
+/// kept rule: [`crate::fsize::records_upper_bytes`]). Without a lane load (traces that could not be counted) the records files are
 /// not planned.
 pub fn planned_files(
     flags: &ReplayFlags,
@@ -305,12 +305,11 @@ pub fn planned_files(
         ));
     }
     if lane.request_bytes > 0 {
-        use inferbench_loadgen::options::limits::BYTES_PER_OUTPUT_TOKEN;
         let lanes = u64::from(flags.concurrency);
         let per_lane = lane.per_lane.max(1);
         let warm = lanes
             .saturating_mul(per_lane.saturating_add(u64::from(flags.warmup_requests_per_lane)));
-        let out = lane.request_bytes / BYTES_PER_OUTPUT_TOKEN;
+        let out = lane.out_tokens;
         let line = |tokens: u64| records_upper_bytes(1, tokens);
         let upper = warm.saturating_mul(line(1)).saturating_add(
             lanes

@@ -272,6 +272,9 @@ pub struct LaneLoad {
     /// [`crate::options::limits::held_stream_bytes`]: the one rule of the client and the
     /// estimates, issue 39); 0 without traces.
     pub request_bytes: u64,
+    /// The longest request's `out`, tokens: what one record's output may take in the records
+    /// files (`replay`'s `ulimit -f` plan); 0 without traces.
+    pub out_tokens: u64,
 }
 
 impl LaneLoad {
@@ -279,6 +282,7 @@ impl LaneLoad {
     pub const NONE: LaneLoad = LaneLoad {
         per_lane: 1,
         request_bytes: 0,
+        out_tokens: 0,
     };
 
     /// Folds in the `i`th trace `t` (built into its [`TreePlan`], as the replay builds it): the
@@ -302,6 +306,11 @@ impl LaneLoad {
             .max()
             .unwrap_or(0);
         self.request_bytes = self.request_bytes.max(largest);
+        let out = (t.streams.iter().flat_map(|s| s.requests.iter()))
+            .map(|r| u64::from(r.output_tokens))
+            .max()
+            .unwrap_or(0);
+        self.out_tokens = self.out_tokens.max(out);
     }
 }
 
