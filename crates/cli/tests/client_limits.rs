@@ -1445,3 +1445,99 @@ fn a_sim_out_of_memory_after_serving_exits_1_saying_it_stopped_mid_run() {
         "{text}"
     );
 }
+
+/// The `ulimit -n` value a refusal advises ("raise it with `ulimit -n N`").
+fn advised_open_files(text: &str) -> u64 {
+    let at = text.find("raise it with `ulimit -n ").expect(text) + 25;
+    text[at..].split('`').next().unwrap().parse().unwrap()
+}
+
+/// Issue 39, fresh tester's finding 1: a quickstart runs its sim in this process, so each
+/// connection's server end counts against `ulimit -n` too. `quickstart --fast` was told
+/// `ulimit -n 146` (the client's 64 + 16 + 64 and 2 inherited) and hung at conc 64 there, the
+/// sim failing its accepts with EMFILE. Now it is told 240 (and 96 for the sim), and at
+/// exactly that limit the conc-64 point completes, every request ok.
+#[test]
+fn a_quickstart_runs_at_the_open_file_limit_it_advises() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "quickstart",
+        "--fast",
+        "--concurrency",
+        "64",
+        "--prompts-per-conc",
+        "1",
+        "--isl",
+        "32",
+        "--osl",
+        "16",
+        "--no-db",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    let (o, text) = under_ulimit(&["-n 30"], &args);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --concurrency 64 is more than this client can hold: 64 streams need 240 \
+             open files (64 connections, 16 spare, 64 for files, 96 for the in-process sim \
+             (the server end of each connection and 16 of its own)) and this process may open \
+             30 (`ulimit -n`, hard limit 30): raise it with `ulimit -n 240`; no concurrency \
+             fits (nothing was sent)"
+        ),
+        "{text}"
+    );
+    let advised = advised_open_files(&text);
+    // `timeout`: without the sim's sockets counted, the point hung at the advised limit.
+    let (o, text) = under_ulimit(
+        &[&format!("-n {advised}")],
+        &[&["quickstart"][..], &args[1..]].concat(),
+    );
+    // Exit 1 only for the chart: on a loaded machine every short reply may arrive at one
+    // instant (no interactivity to plot), which is not the limit's doing.
+    let chart_only = text.contains("database/chart step failed: nothing to plot");
+    assert!(
+        o.status.code() == Some(0) || (o.status.code() == Some(1) && chart_only),
+        "ulimit -n {advised}: {text}"
+    );
+    assert!(text.contains("  conc  64: 64 ok, 0 failed, "), "{text}");
+    assert!(!text.contains("Too many open files"), "{text}");
+}
+
+/// Issue 39, fresh tester's finding 3: `quickstart --agentic` had no open-file check (under
+/// `ulimit -n 20` every lane failed "traces.jsonl: Too many open files"); it has the fixed
+/// quickstart's one check, sim sockets included: refused with exit 2 before the sim starts
+/// (no run directory made), and at the advised limit it runs.
+#[test]
+fn an_agentic_quickstart_is_checked_against_the_open_file_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "quickstart",
+        "--agentic",
+        "--fast",
+        "--concurrency",
+        "2",
+        "--no-db",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (o, text) = under_ulimit(&["-n 20"], &args);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --concurrency 2 is more than this client can hold: 2 streams need 116 open \
+             files (2 connections, 16 spare, 64 for files, 34 for the in-process sim (the server \
+             end of each connection and 16 of its own)) and this process may open 20 (`ulimit \
+             -n`, hard limit 20): raise it with `ulimit -n 116`; no concurrency fits (nothing \
+             was sent)"
+        ),
+        "{text}"
+    );
+    assert!(!out.exists(), "a refused quickstart made its run directory");
+    let advised = advised_open_files(&text);
+    let (o, text) = under_ulimit(&[&format!("-n {advised}")], &args);
+    assert_eq!(o.status.code(), Some(0), "ulimit -n {advised}: {text}");
+    assert!(text.contains("  lanes  2: "), "{text}");
+    assert!(!text.contains("Too many open files"), "{text}");
+}

@@ -134,6 +134,7 @@ pub fn rows_beyond(
                 output_bytes: l.output_bytes,
                 uncapped: false,
                 lower: crate::limits::LOWER_SWEEP,
+                server_in_process: false,
             };
             // Where not one stream fits under `ulimit -v`, the value at which the row starts
             // (issue 39, second round, finding 5: a row's refusal named none).

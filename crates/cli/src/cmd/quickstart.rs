@@ -65,15 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     // Its own need against `ulimit -v` / `ulimit -n` before the in-process sim starts (issue
     // 39, fresh tester's finding 2: `quickstart --fast` under `ulimit -v 100000` ran out of
     // memory naming no value): refused (exit 2) naming the value at which it starts.
-    let need = quickstart_need(&p);
-    let limits = crate::limits::raise_open_files();
-    crate::limits::check(&need, &limits)
-        .map_err(anyhow::Error::msg)
-        .map_err(|e| {
-            crate::limits::advise_no_stream(e, &limits, |at| {
-                crate::limits::check(&need, at).is_ok()
-            })
-        })?;
+    refuse_beyond(&quickstart_need(&p))?;
     check_outputs(&args)?;
     // Open (and migrate) the database before the sweep, so a bad --db fails in seconds.
     let mut store = open_store(&args)?;
@@ -126,6 +118,9 @@ pub const QUICKSTART_SIM_BYTES: u64 = 32 << 20;
 /// their random prompts (`isl` tokens each, `BYTES_PER_PROMPT_TOKEN`) and output tokens
 /// (`osl` each in flight, `BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN`; 8 bytes a token kept, up to the
 /// spill), and the in-process sim ([`QUICKSTART_SIM_BYTES`], among the prompts' bytes).
+///
+/// The sim runs in this process ([`crate::limits::Need::server_in_process`]): the server end of
+/// each connection counts against `ulimit -n` too.
 pub fn quickstart_need(p: &inferbench_runner::simsweep::SimSweep) -> crate::limits::Need {
     use inferbench_loadgen::options::limits::{
         BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN,
@@ -150,7 +145,54 @@ pub fn quickstart_need(p: &inferbench_runner::simsweep::SimSweep) -> crate::limi
             .saturating_mul(8),
         uncapped: false,
         lower: crate::limits::LOWER_QUICKSTART,
+        server_in_process: true,
     }
+}
+
+/// What `quickstart --agentic`'s largest lane count asks of the process
+/// ([`crate::limits::check`]; issue 39, fresh tester's finding 3: it had no check, and under
+/// `ulimit -n 20` every lane failed "Too many open files"): its lanes, each holding its
+/// session's peak of requests in flight ([`inferbench_loadgen::agentic::lane_load`] of the
+/// built-in sessions, as `replay` counts a lane), each request's bytes in flight, the sessions
+/// kept (their JSONL × [`crate::limits::TRACE_BYTES_PER_FILE_BYTE`]) and the in-process sim
+/// ([`QUICKSTART_SIM_BYTES`] among the prompts' bytes), whose server ends count too.
+pub fn agentic_quickstart_need(
+    sweep: &inferbench_runner::simsweep::AgenticSimSweep,
+) -> crate::limits::Need {
+    let sessions = inferbench_runner::simsweep::AgenticSimSweep::sessions();
+    let lane = inferbench_loadgen::agentic::lane_load(&sessions);
+    let mut jsonl = Vec::new();
+    // Writing to memory cannot fail.
+    let _ = inferbench_workload::agentx::synthetic::write_jsonl(&sessions, &mut jsonl);
+    let kept = (jsonl.len() as u64).saturating_mul(crate::limits::TRACE_BYTES_PER_FILE_BYTE);
+    crate::limits::Need {
+        flag: "--concurrency",
+        streams: u64::from(sweep.lanes.iter().copied().max().unwrap_or(1)),
+        requests: 0,
+        per_stream: lane.per_lane,
+        request_bytes: lane.request_bytes,
+        prompt_bytes: kept.saturating_add(QUICKSTART_SIM_BYTES),
+        output_bytes: 0,
+        uncapped: false,
+        lower: crate::limits::LOWER_QUICKSTART,
+        server_in_process: true,
+    }
+}
+
+/// The one up-front check of both quickstarts: `need` ([`quickstart_need`],
+/// [`agentic_quickstart_need`]) against `ulimit -n` / `ulimit -v` after lifting the soft
+/// open-file limit, before the in-process sim starts.
+///
+/// # Errors
+/// [`crate::limits::check`]'s refusal naming the limit and the value at which the run
+/// starts (exit 2, nothing sent).
+pub fn refuse_beyond(need: &crate::limits::Need) -> anyhow::Result<()> {
+    let limits = crate::limits::raise_open_files();
+    crate::limits::check(need, &limits)
+        .map_err(anyhow::Error::msg)
+        .map_err(|e| {
+            crate::limits::advise_no_stream(e, &limits, |at| crate::limits::check(need, at).is_ok())
+        })
 }
 
 /// `--agentic`: the AgentX pipeline on the embedded simulator in seconds
@@ -201,10 +243,11 @@ fn check_outputs(args: &Args) -> anyhow::Result<()> {
 }
 
 fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
-    let run_dir = fresh_run_dir(&args.out)?;
-    let batch = sweep_id(&run_dir);
     let q = &args.sweep;
     let sweep = q.agentic_plan()?;
+    refuse_beyond(&agentic_quickstart_need(&sweep))?;
+    let run_dir = fresh_run_dir(&args.out)?;
+    let batch = sweep_id(&run_dir);
     check_outputs(args)?;
     let mut store = open_store(args)?;
     let report = super::on_runtime(STOP, |cancel| {
