@@ -1102,13 +1102,15 @@ pub fn advise_no_stream(
     )
 }
 
-/// `head` (a [`check`] refusal) with its stated need raised to `advised` (bytes, the
-/// `ulimit -v` [`advise_no_stream`] found) where that is more, the difference named as what the
-/// run reads and keeps beyond the streams' check (input files and their loaders' counts: a
-/// `replay`'s traces, a dataset's prompts): the need stated is the number the advice comes from
-/// (issue 39, fresh tester's finding 5: `replay` of a trace directory said "need about 304
-/// MiB", its streams and read room alone, and advised 967355 KiB). Unchanged where the head
-/// states no need or the advice is no more than it.
+/// `head` (a [`check`] refusal) with its stated need set to `advised` (bytes, the `ulimit -v`
+/// [`advise_no_stream`] found), so that the need stated is the number the advice comes from:
+/// raised where that is more, the difference named as what the run reads and keeps beyond the
+/// streams' check (input files and their loaders' counts: a `replay`'s traces, a dataset's
+/// prompts; issue 39, fresh tester's finding 5: `replay` of a trace directory said "need about
+/// 304 MiB", its streams and read room alone, and advised 967355 KiB); lowered where that is
+/// less, said to be the most held at once (the input's read room is freed before the lanes
+/// start; finding 4: "need about 376 MiB" beside an advised 341 MiB, at which the run starts).
+/// Unchanged where the head states no need or the advice is the same number of MiB.
 fn restate_need(head: &str, advised: u64) -> String {
     const NEED: &str = " need about ";
     const MEASURED: &str = ", as measured)";
@@ -1122,8 +1124,21 @@ fn restate_need(head: &str, advised: u64) -> String {
         return head.to_string();
     };
     let advised_mib = advised.div_ceil(1 << 20);
-    if advised_mib <= stated {
+    if advised_mib == stated {
         return head.to_string();
+    }
+    if advised_mib < stated {
+        // The parts are not all held at once (issue 39, fresh tester's finding 4: `replay` of
+        // 26 MB of traces said "need about 376 MiB" and advised `ulimit -v 349645`, 341 MiB,
+        // at which it runs: the read room is freed before the lanes start): the need stated is
+        // the advice's.
+        return format!(
+            "{}{advised_mib} MiB ({}, as measured, not all held at once: reading the input and \
+             then running the lanes take at most {advised_mib} MiB){}",
+            &head[..at],
+            &rest[..end],
+            &rest[end + MEASURED.len()..]
+        );
     }
     format!(
         "{}{advised_mib} MiB ({} and {} MiB more that the run reads and keeps (its input, as \
@@ -1510,6 +1525,14 @@ mod tests {
              MiB; no concurrency fits"
         );
         assert_eq!(restate_need(head, 304 << 20), head);
+        // Issue 39, fresh tester's finding 4: an advice below the parts' sum is the need.
+        assert_eq!(
+            restate_need(head, 286_000 << 10),
+            "--concurrency 4 is more than this client can hold: 4 streams need about 280 MiB \
+             (64 KiB per stream, 128 MiB of prompts, as measured, not all held at once: reading \
+             the input and then running the lanes take at most 280 MiB) and the limit is 244 \
+             MiB; no concurrency fits"
+        );
         assert_eq!(restate_need("no need stated", 1 << 40), "no need stated");
     }
 
