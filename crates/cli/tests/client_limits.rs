@@ -1604,3 +1604,90 @@ fn a_concurrency_search_is_checked_against_the_open_file_limit_at_its_upper_end(
     assert!(!text.contains("client_resource"), "{text}");
     assert!(!text.contains("Too many open files"), "{text}");
 }
+
+/// Issue 39, fresh tester's finding 2, its second half: a probe whose requests fail on the
+/// client's own limit (`client_resource`) is never read as the server failing the SLOs. The
+/// open-file limit is lowered under a running search (`prlimit`, once the first probe has
+/// claimed its result file): the search stops with exit 1 naming the client's limit, and no
+/// capacity file is written (it used to report the largest probe below the limit as capacity).
+#[test]
+fn a_search_probe_failing_on_the_clients_limit_stops_with_no_capacity() {
+    let sim = start_sim(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &format!("http://127.0.0.1:{}", sim.1),
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "16",
+            "--slo",
+            "error_rate<=0",
+            "--search-concurrency",
+            "1..64",
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--progress",
+            "off",
+            "--result-dir",
+        ])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while !std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"))
+    {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no result claimed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // What it holds now and 2 more: a next probe's result file, and too few connections.
+    let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count() as u64;
+    let low = libc::rlimit {
+        rlim_cur: open + 2,
+        rlim_max: open + 2,
+    };
+    // SAFETY: prlimit reads the struct passed and changes only the child's limit.
+    let rc = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &low,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0);
+    let o = child.wait_with_output().unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("error: the probe at concurrency ")
+            && text.contains(" on the client's own limit (`client_resource` (first: ")
+            && text.contains(
+                "that says nothing of the server, so the search stops with no capacity; raise \
+                 the client's limit (`ulimit -n`, `ulimit -v`) or search a lower range (its \
+                 result file is kept)"
+            ),
+        "{text}"
+    );
+    assert!(!text.contains("Max concurrency:"), "{text}");
+    let capacity = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("capacity-"))
+        .count();
+    assert_eq!(capacity, 0, "{text}");
+}

@@ -837,6 +837,13 @@ fn run_search(
                 return None;
             }
         }
+        // Requests that failed on the client's own limit say nothing of the server: such a
+        // probe is never read as meeting or failing the SLOs (issue 39, fresh tester's
+        // finding 2); the search stops with no capacity.
+        if let Some(why) = client_limit_failures(&out.summary.inferbench, unit, load) {
+            client_limit = Some(why);
+            return None;
+        }
         let mut values = slo::point_values(&out.summary, gpus);
         if let Some(id) = &opts.job_identity {
             // InferenceX's per-GPU rule (disaggregated layouts divide differently).
@@ -877,13 +884,6 @@ fn run_search(
                 .map(|n| format!("; invalid point: {n}"))
                 .unwrap_or_default()
         );
-        // Requests that failed on the client's own limit say nothing of the server: such a
-        // probe is never read as the server failing the SLOs (issue 39, fresh tester's
-        // finding 2); the search stops with no capacity.
-        if let Some(why) = client_limit_failures(&out.summary.inferbench, unit, load) {
-            client_limit = Some(why);
-            return None;
-        }
         if let Some(kind @ (VerdictKind::Interrupted | VerdictKind::ServerUnreachable)) =
             out.verdict.as_ref().map(|v| v.kind)
         {
