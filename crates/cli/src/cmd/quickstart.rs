@@ -26,8 +26,10 @@ const STOP: &str =
     after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed (its requests errored) or the database or \
                   chart step failed, or out of memory midway (ulimit -v named); 2 bad flags, a \
                   database that cannot be opened, an --out or --chart that cannot be written \
-                  (checked before any point), or out of memory before any request (ulimit -v \
-                  named, never SIGABRT); 130 \
+                  (checked before any point), a largest point (or, with --agentic, lane count) \
+                  beyond the open-file limit (ulimit -n: the in-process sim's end of each \
+                  connection counts too) or the memory, named with the value that fits, or out \
+                  of memory before any request (ulimit -v named, never SIGABRT); 130 \
                   interrupted by Ctrl-C, SIGTERM or SIGHUP (the points finished so far are stored and drawn)."
 )]
 pub struct Args {
