@@ -231,7 +231,18 @@ pub struct Need {
     /// What the refusal tells the user to lower, in the subcommand's and the workload's own
     /// flags ([`Lower`]).
     pub lower: Lower,
+    /// The server runs in this process (`quickstart`, `quickstart --agentic`: the embedded
+    /// sim): each connection's server end (the socket it accepted) counts against the same
+    /// `ulimit -n`, and so do the sim's own descriptors ([`SIM_FILES_RESERVE`]). Issue 39,
+    /// fresh tester's finding 1: counted as the client's alone, `quickstart --fast` advised
+    /// `ulimit -n 146`, at which its conc-64 point hung (the sim could not accept).
+    pub server_in_process: bool,
 }
+
+/// Descriptors the in-process sim holds besides the connections it accepted: its listener,
+/// its runtime's epoll and wake-up descriptors and the reserve it sheds a connection with
+/// when out of files (`inferbench_sim::serve`): 16, with room to spare.
+pub const SIM_FILES_RESERVE: u64 = 16;
 
 /// What a subcommand's refusals tell the user to lower, each naming only flags of that
 /// subcommand and of the run's own workload (trial of issue 39, finding 8, and issue 39's
@@ -336,11 +347,36 @@ impl Need {
     }
 
     /// Open files the run needs: a connection per stream, [`CONNECTION_MARGIN`] more the pool
-    /// may hold, and [`FILES_RESERVE`].
+    /// may hold, and [`FILES_RESERVE`]; with the server in this process
+    /// ([`Need::server_in_process`]) also [`Need::server_files`].
     pub fn open_files(&self) -> u64 {
         self.connections()
             .saturating_add(CONNECTION_MARGIN as u64)
             .saturating_add(FILES_RESERVE)
+            .saturating_add(self.server_files())
+    }
+
+    /// Open files the in-process server takes ([`Need::server_in_process`]): the server end of
+    /// every connection the client may hold (connections + [`CONNECTION_MARGIN`]) and
+    /// [`SIM_FILES_RESERVE`]; 0 for a server in another process.
+    pub fn server_files(&self) -> u64 {
+        if !self.server_in_process {
+            return 0;
+        }
+        self.connections()
+            .saturating_add(CONNECTION_MARGIN as u64)
+            .saturating_add(SIM_FILES_RESERVE)
+    }
+
+    /// Open files each stream takes: [`Need::per_stream`] connections, twice that with the
+    /// server in this process (both ends).
+    fn files_per_stream(&self) -> u64 {
+        let per = self.per_stream.max(1);
+        if self.server_in_process {
+            per.saturating_mul(2)
+        } else {
+            per
+        }
     }
 
     /// Memory the run needs, bytes: `base` (the process's own: [`base_bytes`]) + streams ×
@@ -447,11 +483,16 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
     let mut fit = need.streams;
     let files = need.open_files().saturating_add(limits.inherited_files);
     if files > limits.open_files {
+        let fixed = Need {
+            streams: 0,
+            ..*need
+        }
+        .open_files();
         let most = limits
             .open_files
-            .saturating_sub(CONNECTION_MARGIN as u64 + FILES_RESERVE)
+            .saturating_sub(fixed)
             .saturating_sub(limits.inherited_files);
-        fit = fit.min(most / need.per_stream.max(1));
+        fit = fit.min(most / need.files_per_stream());
         let inherited = if limits.inherited_files > 0 {
             format!(
                 ", {} already open (inherited from the parent process)",
@@ -460,10 +501,19 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         } else {
             String::new()
         };
+        let server = if need.server_in_process {
+            format!(
+                ", {} for the in-process sim (the server end of each connection and \
+                 {SIM_FILES_RESERVE} of its own)",
+                need.server_files()
+            )
+        } else {
+            String::new()
+        };
         why.push(format!(
             "{} streams need {files} open files ({} connections, {CONNECTION_MARGIN} spare, \
-             {FILES_RESERVE} for files{inherited}) and this process may open {} (`ulimit -n`, \
-             hard limit {}): raise it with `ulimit -n {files}`",
+             {FILES_RESERVE} for files{server}{inherited}) and this process may open {} \
+             (`ulimit -n`, hard limit {}): raise it with `ulimit -n {files}`",
             need.streams,
             need.connections(),
             limits.open_files,
@@ -585,6 +635,7 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         output_bytes: opts.estimated_output_bytes(),
         uncapped: opts.max_concurrency.is_none(),
         lower: bench_lower(opts),
+        server_in_process: false,
     })
 }
 
@@ -912,6 +963,7 @@ pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -
         output_bytes: gaps.saturating_mul(8),
         uncapped: false,
         lower: LOWER_SELFTEST,
+        server_in_process: false,
     })
 }
 
@@ -1082,13 +1134,15 @@ pub fn advise_no_stream(
     )
 }
 
-/// `head` (a [`check`] refusal) with its stated need raised to `advised` (bytes, the
-/// `ulimit -v` [`advise_no_stream`] found) where that is more, the difference named as what the
-/// run reads and keeps beyond the streams' check (input files and their loaders' counts: a
-/// `replay`'s traces, a dataset's prompts): the need stated is the number the advice comes from
-/// (issue 39, fresh tester's finding 5: `replay` of a trace directory said "need about 304
-/// MiB", its streams and read room alone, and advised 967355 KiB). Unchanged where the head
-/// states no need or the advice is no more than it.
+/// `head` (a [`check`] refusal) with its stated need set to `advised` (bytes, the `ulimit -v`
+/// [`advise_no_stream`] found), so that the need stated is the number the advice comes from:
+/// raised where that is more, the difference named as what the run reads and keeps beyond the
+/// streams' check (input files and their loaders' counts: a `replay`'s traces, a dataset's
+/// prompts; issue 39, fresh tester's finding 5: `replay` of a trace directory said "need about
+/// 304 MiB", its streams and read room alone, and advised 967355 KiB); lowered where that is
+/// less, said to be the most held at once (the input's read room is freed before the lanes
+/// start; finding 4: "need about 376 MiB" beside an advised 341 MiB, at which the run starts).
+/// Unchanged where the head states no need or the advice is the same number of MiB.
 fn restate_need(head: &str, advised: u64) -> String {
     const NEED: &str = " need about ";
     const MEASURED: &str = ", as measured)";
@@ -1102,8 +1156,21 @@ fn restate_need(head: &str, advised: u64) -> String {
         return head.to_string();
     };
     let advised_mib = advised.div_ceil(1 << 20);
-    if advised_mib <= stated {
+    if advised_mib == stated {
         return head.to_string();
+    }
+    if advised_mib < stated {
+        // The parts are not all held at once (issue 39, fresh tester's finding 4: `replay` of
+        // 26 MB of traces said "need about 376 MiB" and advised `ulimit -v 349645`, 341 MiB,
+        // at which it runs: the read room is freed before the lanes start): the need stated is
+        // the advice's.
+        return format!(
+            "{}{advised_mib} MiB ({}, as measured, not all held at once: reading the input and \
+             then running the lanes take at most {advised_mib} MiB){}",
+            &head[..at],
+            &rest[..end],
+            &rest[end + MEASURED.len()..]
+        );
     }
     format!(
         "{}{advised_mib} MiB ({} and {} MiB more that the run reads and keeps (its input, as \
@@ -1150,6 +1217,7 @@ mod tests {
             output_bytes: 0,
             uncapped: false,
             lower: LOWER_BENCH_RANDOM,
+            server_in_process: false,
         }
     }
 
@@ -1276,6 +1344,40 @@ mod tests {
         // Exactly enough passes.
         assert_eq!(check(&need(176, 800), &limits(256, None)), Ok(()));
         assert!(check(&need(177, 800), &limits(256, None)).is_err());
+    }
+
+    /// Issue 39, fresh tester's finding 1: with the sim in this process (`quickstart`) each
+    /// connection's server end counts too. `quickstart --fast` at conc 64 was told `ulimit -n
+    /// 146` (64 + 16 + 64 and 2 inherited) and hung there; it needs 64 + 16 + 64 for the client
+    /// and 64 + 16 + 16 for the sim: 240. Under 146: 146 − (16 + 64 + 16 + 16) = 34 files left,
+    /// 2 a stream: 17 fit.
+    #[test]
+    fn an_in_process_sims_sockets_count_against_the_open_file_limit() {
+        let n = Need {
+            server_in_process: true,
+            flag: "--concurrency",
+            ..need(64, 128)
+        };
+        assert_eq!(n.open_files(), 240);
+        assert_eq!(n.server_files(), 96);
+        let e = check(&n, &limits(146, None)).unwrap_err();
+        assert_eq!(
+            e,
+            "--concurrency 64 is more than this client can hold: 64 streams need 240 open files \
+             (64 connections, 16 spare, 64 for files, 96 for the in-process sim (the server end \
+             of each connection and 16 of its own)) and this process may open 146 (`ulimit \
+             -n`, hard limit 146): raise it with `ulimit -n 240`; --concurrency 17 or less fits \
+             (nothing was sent)"
+        );
+        assert_eq!(check(&n, &limits(240, None)), Ok(()));
+        assert!(check(&n, &limits(239, None)).is_err());
+        assert_eq!(
+            check(&Need { streams: 17, ..n }, &limits(146, None)),
+            Ok(())
+        );
+        assert!(check(&Need { streams: 18, ..n }, &limits(146, None)).is_err());
+        // A server in another process counts nothing of its own.
+        assert_eq!(need(64, 128).open_files(), 144);
     }
 
     /// Trial of issue 39, finding 3: 60 descriptors inherited at `ulimit -n 150` count against
@@ -1435,6 +1537,7 @@ mod tests {
                 output_bytes: (1 << 20) * 8,
                 uncapped: false,
                 lower: LOWER_SELFTEST,
+                server_in_process: false,
             })
         );
         // Short outputs: 100,000 requests a CPU second at most, not 4 M / 16 = 250,000 (issue
@@ -1467,6 +1570,14 @@ mod tests {
              MiB; no concurrency fits"
         );
         assert_eq!(restate_need(head, 304 << 20), head);
+        // Issue 39, fresh tester's finding 4: an advice below the parts' sum is the need.
+        assert_eq!(
+            restate_need(head, 286_000 << 10),
+            "--concurrency 4 is more than this client can hold: 4 streams need about 280 MiB \
+             (64 KiB per stream, 128 MiB of prompts, as measured, not all held at once: reading \
+             the input and then running the lanes take at most 280 MiB) and the limit is 244 \
+             MiB; no concurrency fits"
+        );
         assert_eq!(restate_need("no need stated", 1 << 40), "no need stated");
     }
 

@@ -1502,3 +1502,249 @@ fn a_sim_out_of_memory_after_serving_exits_1_saying_it_stopped_mid_run() {
         "{text}"
     );
 }
+
+/// The `ulimit -n` value a refusal advises ("raise it with `ulimit -n N`").
+fn advised_open_files(text: &str) -> u64 {
+    let at = text.find("raise it with `ulimit -n ").expect(text) + 25;
+    text[at..].split('`').next().unwrap().parse().unwrap()
+}
+
+/// Issue 39, fresh tester's finding 1: a quickstart runs its sim in this process, so each
+/// connection's server end counts against `ulimit -n` too. `quickstart --fast` was told
+/// `ulimit -n 146` (the client's 64 + 16 + 64 and 2 inherited) and hung at conc 64 there, the
+/// sim failing its accepts with EMFILE. Now it is told 240 (and 96 for the sim), and at
+/// exactly that limit the conc-64 point completes, every request ok.
+#[test]
+fn a_quickstart_runs_at_the_open_file_limit_it_advises() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "quickstart",
+        "--fast",
+        "--concurrency",
+        "64",
+        "--prompts-per-conc",
+        "1",
+        "--isl",
+        "32",
+        "--osl",
+        "16",
+        "--no-db",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    let (o, text) = under_ulimit(&["-n 30"], &args);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --concurrency 64 is more than this client can hold: 64 streams need 240 \
+             open files (64 connections, 16 spare, 64 for files, 96 for the in-process sim \
+             (the server end of each connection and 16 of its own)) and this process may open \
+             30 (`ulimit -n`, hard limit 30): raise it with `ulimit -n 240`; no concurrency \
+             fits (nothing was sent)"
+        ),
+        "{text}"
+    );
+    let advised = advised_open_files(&text);
+    // `timeout`: without the sim's sockets counted, the point hung at the advised limit.
+    let (o, text) = under_ulimit(
+        &[&format!("-n {advised}")],
+        &[&["quickstart"][..], &args[1..]].concat(),
+    );
+    // Exit 1 only for the chart: on a loaded machine every short reply may arrive at one
+    // instant (no interactivity to plot), which is not the limit's doing.
+    let chart_only = text.contains("database/chart step failed: nothing to plot");
+    assert!(
+        o.status.code() == Some(0) || (o.status.code() == Some(1) && chart_only),
+        "ulimit -n {advised}: {text}"
+    );
+    assert!(text.contains("  conc  64: 64 ok, 0 failed, "), "{text}");
+    assert!(!text.contains("Too many open files"), "{text}");
+}
+
+/// Issue 39, fresh tester's finding 3: `quickstart --agentic` had no open-file check (under
+/// `ulimit -n 20` every lane failed "traces.jsonl: Too many open files"); it has the fixed
+/// quickstart's one check, sim sockets included: refused with exit 2 before the sim starts
+/// (no run directory made), and at the advised limit it runs.
+#[test]
+fn an_agentic_quickstart_is_checked_against_the_open_file_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "quickstart",
+        "--agentic",
+        "--fast",
+        "--concurrency",
+        "2",
+        "--no-db",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (o, text) = under_ulimit(&["-n 20"], &args);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --concurrency 2 is more than this client can hold: 2 streams need 116 open \
+             files (2 connections, 16 spare, 64 for files, 34 for the in-process sim (the server \
+             end of each connection and 16 of its own)) and this process may open 20 (`ulimit \
+             -n`, hard limit 20): raise it with `ulimit -n 116`; no concurrency fits (nothing \
+             was sent)"
+        ),
+        "{text}"
+    );
+    assert!(!out.exists(), "a refused quickstart made its run directory");
+    let advised = advised_open_files(&text);
+    let (o, text) = under_ulimit(&[&format!("-n {advised}")], &args);
+    assert_eq!(o.status.code(), Some(0), "ulimit -n {advised}: {text}");
+    assert!(text.contains("  lanes  2: "), "{text}");
+    assert!(!text.contains("Too many open files"), "{text}");
+}
+
+/// Issue 39, fresh tester's finding 2: `bench --search-concurrency 1..512` under `ulimit -n
+/// 100` had no check; its probes at 109 and 90 failed `client_resource` and the search called
+/// 82 the server's capacity (exit 0). Its largest probe is checked as a plain point is: refused
+/// with exit 2 before any request, naming the range that fits, and that range runs.
+#[test]
+fn a_concurrency_search_is_checked_against_the_open_file_limit_at_its_upper_end() {
+    let (l, url) = listener();
+    let dir = tempfile::tempdir().unwrap();
+    let args = |url: &str, range: &str| -> Vec<String> {
+        [
+            "bench",
+            "--base-url",
+            url,
+            "--model",
+            "Llama-3.1-8B",
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "32",
+            "--random-output-len",
+            "4",
+            "--slo",
+            "error_rate<=0",
+            "--search-concurrency",
+            range,
+            "--progress",
+            "off",
+            "--result-dir",
+            dir.path().to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let refused = args(&url, "1..512");
+    let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+    let (o, text) = under_ulimit(&["-n 100"], &refused);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --search-concurrency 1..512: its largest probe (concurrency 512) cannot run \
+             in this process: --max-concurrency 512 is more than this client can hold: 512 \
+             streams need 592 open files (512 connections, 16 spare, 64 for files) and this \
+             process may open 100 (`ulimit -n`, hard limit 100): raise it with `ulimit -n \
+             592`; --max-concurrency 20 or less fits; `--search-concurrency 1..20` fits \
+             (nothing was sent)"
+        ),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // The range it names runs, every probe without a client_resource failure, up to its
+    // upper end (on a loaded machine a probe may be invalid, a starved sim: not the limit's).
+    let sim = start_sim(&[]);
+    let fits = args(&format!("http://127.0.0.1:{}", sim.1), "1..20");
+    let fits: Vec<&str> = fits.iter().map(String::as_str).collect();
+    let (o, text) = under_ulimit(&["-n 100"], &fits);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{text}");
+    assert!(text.contains("wrote "), "{text}");
+    assert!(text.contains("(error_rate 0)"), "{text}");
+    assert!(!text.contains("client_resource"), "{text}");
+    assert!(!text.contains("Too many open files"), "{text}");
+}
+
+/// Issue 39, fresh tester's finding 2, its second half: a probe whose requests fail on the
+/// client's own limit (`client_resource`) is never read as the server failing the SLOs. The
+/// open-file limit is lowered under a running search (`prlimit`, once the first probe has
+/// claimed its result file): the search stops with exit 1 naming the client's limit, and no
+/// capacity file is written (it used to report the largest probe below the limit as capacity).
+#[test]
+fn a_search_probe_failing_on_the_clients_limit_stops_with_no_capacity() {
+    let sim = start_sim(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &format!("http://127.0.0.1:{}", sim.1),
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "16",
+            "--slo",
+            "error_rate<=0",
+            "--search-concurrency",
+            "1..64",
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--progress",
+            "off",
+            "--result-dir",
+        ])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while !std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"))
+    {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no result claimed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // What it holds now and 2 more: a next probe's result file, and too few connections.
+    let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count() as u64;
+    let low = libc::rlimit {
+        rlim_cur: open + 2,
+        rlim_max: open + 2,
+    };
+    // SAFETY: prlimit reads the struct passed and changes only the child's limit.
+    let rc = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &low,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0);
+    let o = child.wait_with_output().unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("error: the probe at concurrency ")
+            && text.contains(" on the client's own limit (`client_resource` (first: ")
+            && text.contains(
+                "that says nothing of the server, so the search stops with no capacity; raise \
+                 the client's limit (`ulimit -n`, `ulimit -v`) or search a lower range (its \
+                 result file is kept)"
+            ),
+        "{text}"
+    );
+    assert!(!text.contains("Max concurrency:"), "{text}");
+    let capacity = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("capacity-"))
+        .count();
+    assert_eq!(capacity, 0, "{text}");
+}

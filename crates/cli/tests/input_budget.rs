@@ -1167,3 +1167,73 @@ fn a_replay_stops_at_the_records_ulimit_v_holds() {
     );
     assert!(s["duration"].as_f64().unwrap() < 100.0, "{s}");
 }
+
+/// Issue 39, fresh tester's finding 4: `replay` of 26 MB of traces under a small `ulimit -v`
+/// said "8 streams need about 376 MiB" (the lanes and the traces' 128 MiB read room summed)
+/// and advised `ulimit -v 349645` (341 MiB), at which it runs: the read room is freed before
+/// the lanes start. The need a refusal states is the number its advice comes from; at that
+/// value the replay passes every check (exit 3: pointed at a closed port, it sent requests).
+#[test]
+fn a_replays_stated_need_is_the_ulimit_v_it_advises() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = Command::new(BIN)
+        .args([
+            "agentx-traces",
+            "--shape",
+            "062126",
+            "--traces",
+            "12",
+            "--out",
+            "t.jsonl",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", common::output_text(&o));
+    let url = closed_url();
+    let replay = |kib: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "replay",
+                "--traces",
+                "t.jsonl",
+                "--model",
+                "m",
+                "--base-url",
+                &url,
+                "--concurrency",
+                "8",
+                "--benchmark-duration",
+                "1",
+                "--unsafe-override",
+                "--power",
+                "off",
+                "--no-server-metrics",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = replay("250000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let mib: u64 = text
+        .split("8 streams need about ")
+        .nth(1)
+        .and_then(|t| t.split_once(" MiB"))
+        .map(|(n, _)| n.parse().unwrap())
+        .unwrap_or_else(|| panic!("no need stated: {text}"));
+    let kib = advised(&text);
+    assert_eq!(mib, kib.parse::<u64>().unwrap().div_ceil(1024), "{text}");
+    assert!(
+        text.contains(&format!(
+            "as measured, not all held at once: reading the input and then running the lanes \
+             take at most {mib} MiB)"
+        )),
+        "{text}"
+    );
+    let (o, text) = replay(&kib);
+    assert_eq!(o.status.code(), Some(3), "ulimit -v {kib}: {text}");
+}

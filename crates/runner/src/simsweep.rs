@@ -180,6 +180,13 @@ pub struct AgenticSweepReport {
 }
 
 impl AgenticSimSweep {
+    /// The built-in sessions every point replays (the `quickstart` shape, seed 42): what
+    /// [`AgenticSimSweep::run`] writes to `traces.jsonl`, for the caller's up-front checks of
+    /// their lanes' load.
+    pub fn sessions() -> Vec<inferbench_workload::agentx::Trace> {
+        inferbench_workload::agentx::synthetic::shaped("quickstart", None, 42)
+    }
+
     /// The matrix rows, one per lane count (index = its position): `agentic-coding` rows of
     /// framework `sim`, runner the hardware key, exp-name `qs-agentic-<model prefix>`, image
     /// `inferbench-sim:<version>`, the served model name, TP, EP 1, no DP attention, KV
@@ -213,7 +220,7 @@ impl AgenticSimSweep {
         let cfg = &self.sim;
         let jobs = self.jobs()?;
         let info = inferbench_sim::describe(cfg)?;
-        let traces = inferbench_workload::agentx::synthetic::shaped("quickstart", None, 42);
+        let traces = Self::sessions();
         let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
         // The sessions reach the points as every sweep's traces do, through a file; it stays
         // with the run as the record of what was replayed.

@@ -232,6 +232,10 @@ pub async fn serve(
     }
     tokio::pin!(shutdown);
     let mut backoff = AcceptBackoff::default();
+    // One descriptor held in reserve: out of files for longer than `AcceptBackoff::SHED_AFTER`,
+    // the sim frees it to accept a waiting connection and answer it 503, so a client is told
+    // instead of waiting in the backlog forever (issue 39, fresh tester's finding 1).
+    let mut reserve = open_reserve();
     loop {
         let (stream, _) = tokio::select! {
             _ = &mut shutdown => return Ok(()),
@@ -245,9 +249,15 @@ pub async fn serve(
                     // 54 s at `ulimit -n 64`): counted for `/metrics`, said rarely, and waited
                     // out with a growing pause instead of spinning.
                     app.accept_errors.fetch_add(1, Ordering::Relaxed);
-                    let (pause, line) = backoff.failed(&e.to_string(), std::time::Instant::now());
+                    let now = std::time::Instant::now();
+                    let (pause, line) = backoff.failed(&e.to_string(), now);
                     if let Some(line) = line {
                         tracing::warn!("{line}");
+                    }
+                    if out_of_files(&e) && backoff.shedding(now) && reserve.take().is_some() {
+                        shed_one(&listener).await;
+                        reserve = open_reserve();
+                        continue;
                     }
                     tokio::select! {
                         _ = &mut shutdown => return Ok(()),
@@ -267,6 +277,50 @@ pub async fn serve(
                 .await;
         });
     }
+}
+
+/// The descriptor the accept loop holds in reserve (`/dev/null`), to free when out of files.
+fn open_reserve() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
+}
+
+/// Whether a failed accept is the process (`EMFILE`) or the system (`ENFILE`) out of files.
+fn out_of_files(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(23 | 24))
+}
+
+/// The answer a connection accepted only to be refused gets: 503, JSON in OpenAI's error shape
+/// ([`SHED_MESSAGE`]), the connection closed.
+pub fn shed_response() -> String {
+    let body = serde_json::json!({
+        "error": {"message": SHED_MESSAGE, "type": "server_out_of_files", "code": 503}
+    })
+    .to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: \
+         close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// What a connection refused for want of open files is told.
+pub const SHED_MESSAGE: &str = "inferbench sim: out of open files (EMFILE, the open-file limit \
+    ulimit -n) for longer than 2 s: this connection was accepted only to be refused; raise the \
+    limit (the hard limit too) or lower the client's concurrency";
+
+/// Accepts one waiting connection with the descriptor the caller freed and answers it
+/// [`shed_response`]: its request read first (up to 64 KiB, 200 ms), so closing does not reset
+/// it before the answer is read. Nothing waiting within 200 ms, or any I/O error: nothing.
+async fn shed_one(listener: &tokio::net::TcpListener) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let wait = std::time::Duration::from_millis(200);
+    let Ok(Ok((mut stream, _))) = tokio::time::timeout(wait, listener.accept()).await else {
+        return;
+    };
+    let mut buf = vec![0u8; 64 << 10];
+    let _ = tokio::time::timeout(wait, stream.read(&mut buf)).await;
+    let _ = tokio::time::timeout(wait, stream.write_all(shed_response().as_bytes())).await;
+    let _ = tokio::time::timeout(wait, stream.shutdown()).await;
 }
 
 /// `inferbench_sim:accept_errors_total`, the listener's failed accepts (`EMFILE` at the
@@ -289,6 +343,8 @@ pub struct AcceptBackoff {
     pause: Option<std::time::Duration>,
     last_line: Option<std::time::Instant>,
     since_line: u64,
+    /// When the current run of failures began (`None` after a success).
+    failing_since: Option<std::time::Instant>,
 }
 
 impl AcceptBackoff {
@@ -299,9 +355,22 @@ impl AcceptBackoff {
     /// The least time between two lines.
     pub const EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
+    /// Failing accepts for this long (no success between), the sim sheds waiting connections:
+    /// each is accepted with its reserve descriptor and answered 503 ([`shed_response`]) rather
+    /// than left in the backlog, where its client would wait without end.
+    pub const SHED_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
     /// A connection was accepted: the next failure pauses [`AcceptBackoff::FIRST`] again.
     pub fn accepted(&mut self) {
         self.pause = None;
+        self.failing_since = None;
+    }
+
+    /// Whether accepts have failed for [`AcceptBackoff::SHED_AFTER`] or more at `now` (with no
+    /// success since the first of them).
+    pub fn shedding(&self, now: std::time::Instant) -> bool {
+        self.failing_since
+            .is_some_and(|t| now.saturating_duration_since(t) >= Self::SHED_AFTER)
     }
 
     /// An accept failed with `err` at `now`: the pause before the next accept, and the line to
@@ -313,6 +382,7 @@ impl AcceptBackoff {
     ) -> (std::time::Duration, Option<String>) {
         let pause = self.pause.map_or(Self::FIRST, |p| (p * 2).min(Self::MAX));
         self.pause = Some(pause);
+        self.failing_since.get_or_insert(now);
         self.since_line += 1;
         let due = self
             .last_line
@@ -461,6 +531,15 @@ mod tests {
             b.failed(emfile, t0 + Duration::from_secs(62)).0,
             Duration::from_millis(10)
         );
+        // Issue 39, fresh tester's finding 1: shedding starts once failures have lasted
+        // SHED_AFTER (2 s) with no success between; a success starts over.
+        let t1 = t0 + Duration::from_secs(62);
+        assert!(!b.shedding(t1 + Duration::from_millis(1999)));
+        b.failed(emfile, t1 + Duration::from_secs(1));
+        assert!(b.shedding(t1 + Duration::from_secs(2)));
+        b.accepted();
+        assert!(!b.shedding(t1 + Duration::from_secs(3)));
+        assert!(shed_response().starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
         assert_eq!(
             accept_errors_metric(7).lines().last(),
             Some("inferbench_sim:accept_errors_total 7")

@@ -263,7 +263,7 @@ pub fn fixed_quickstart(
         view.unmeasured = Some(format!(
             "conc {}: no request finished, {}",
             failed.join(", "),
-            stored_as_failed(failed.len())
+            how_stored(failed.len(), report.failed_points)
         ));
     }
     Ok(QuickstartBatch {
@@ -338,7 +338,7 @@ pub fn agentic_quickstart(
         view.unmeasured = Some(format!(
             "lanes {}: cut short before any request finished, {}",
             unlisted.join(", "),
-            stored_as_failed(unlisted.len())
+            how_stored(unlisted.len(), report.failed_points)
         ));
     }
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
@@ -348,6 +348,39 @@ pub fn agentic_quickstart(
         report,
         why_invalid: "replays under 900 s or cut short",
     })
+}
+
+/// How `n` points that ran and have no row are stored, when the ingest stored `failed` failed
+/// points: all of them as failed points ([`stored_as_failed`]), or where fewer were stored, that
+/// the rest left no result to ingest (issue 39, fresh tester's finding 3: lanes that could not
+/// write their `status.json` were said to be "stored as failed points" above "stored 0
+/// points").
+fn how_stored(n: usize, failed: usize) -> String {
+    let none = |n: usize| {
+        if n == 1 {
+            "not stored: it left no result to ingest (its line above says why)".to_string()
+        } else {
+            format!("not stored: {n} left no result to ingest (their lines above say why)")
+        }
+    };
+    match failed.min(n) {
+        f if f == n => stored_as_failed(n).to_string(),
+        0 => none(n),
+        f => format!("{}; {}", stored_as_failed_of(f, n), none(n - f)),
+    }
+}
+
+/// "`f` of the `n` stored as failed points (…)": part of them.
+fn stored_as_failed_of(f: usize, n: usize) -> String {
+    format!(
+        "{f} of the {n} stored as {} (`report --include-failed` lists {})",
+        if f == 1 {
+            "a failed point"
+        } else {
+            "failed points"
+        },
+        if f == 1 { "it" } else { "them" }
+    )
 }
 
 /// How `n` points that measured nothing are stored: "stored as a failed point (`report
@@ -440,6 +473,22 @@ mod tests {
         assert_eq!(
             stored_as_failed(2),
             "stored as failed points (`report --include-failed` lists them)"
+        );
+        // Issue 39, fresh tester's finding 3: only what the ingest stored is said stored.
+        assert_eq!(how_stored(2, 2), stored_as_failed(2));
+        assert_eq!(how_stored(1, 3), stored_as_failed(1));
+        assert_eq!(
+            how_stored(4, 0),
+            "not stored: 4 left no result to ingest (their lines above say why)"
+        );
+        assert_eq!(
+            how_stored(1, 0),
+            "not stored: it left no result to ingest (its line above says why)"
+        );
+        assert_eq!(
+            how_stored(3, 1),
+            "1 of the 3 stored as a failed point (`report --include-failed` lists it); not \
+             stored: 2 left no result to ingest (their lines above say why)"
         );
         report.invalid_points = 1;
         report.failed_points = 1;

@@ -42,7 +42,9 @@ pub struct SearchArgs {
     pub slo: Vec<String>,
     /// Find the largest --max-concurrency in LO..HI (`1..512`) whose point meets every --slo,
     /// by bracketing and bisection over full points (each probe's --num-prompts and
-    /// --num-warmups default to 10× and 2× its concurrency).
+    /// --num-warmups default to 10× and 2× its concurrency). HI is checked against `ulimit -n`
+    /// and `ulimit -v` first (exit 2 naming the range that fits); a probe whose requests fail
+    /// on the client's own limit (client_resource) stops the search with no capacity (exit 1).
     #[arg(
         long,
         value_name = "LO..HI",
@@ -52,7 +54,8 @@ pub struct SearchArgs {
     )]
     pub search_concurrency: Option<String>,
     /// Find the largest --request-rate (requests/s) in LO..HI (`0.5..32`) whose point meets
-    /// every --slo (at --max-concurrency, if given).
+    /// every --slo (at --max-concurrency, if given). The probe at HI is checked against the
+    /// client's limits first, as with --search-concurrency.
     #[arg(
         long,
         value_name = "LO..HI",
@@ -652,6 +655,109 @@ fn identity_gpus(opts: &BenchOptions) -> u64 {
     }
 }
 
+/// Refuses (exit 2, before the first probe) a search whose largest probe (`space.hi`: its
+/// `--max-concurrency`, or its `--request-rate` at `--max-concurrency`) this process cannot
+/// hold, by the plain point's checks ([`memory_plan`]: `ulimit -n`, `ulimit -v`, the dataset's
+/// prompts); a concurrency search names the largest upper end that fits
+/// (`--search-concurrency LO..N`), found by bisection over the probes' own checks.
+///
+/// # Errors
+/// The largest probe's refusal, led by the range and ended by what fits.
+fn refuse_search_beyond(
+    opts: &BenchOptions,
+    space: SearchSpace,
+    by_rate: bool,
+    flag: &str,
+    range: &str,
+) -> anyhow::Result<()> {
+    let limits = crate::limits::raise_open_files();
+    let probe = |load: f64| {
+        let mut o = opts.clone();
+        if by_rate {
+            o.request_rate = Some(load);
+        } else {
+            o.max_concurrency = Some(load as u32);
+        }
+        o
+    };
+    let fits = |o: &BenchOptions| memory_plan(o, crate::limits::dataset_bytes(o), &limits);
+    let top = probe(space.hi);
+    let Err(e) = fits(&top) else {
+        return Ok(());
+    };
+    let e = crate::limits::advise_no_stream(e, &limits, |at| {
+        memory_plan(&top, crate::limits::dataset_bytes(&top), at).is_ok()
+    });
+    let text = format!("{e:#}");
+    let head = text.strip_suffix(" (nothing was sent)").unwrap_or(&text);
+    let unit = if by_rate {
+        "request rate"
+    } else {
+        "concurrency"
+    };
+    let mut way = String::new();
+    if !by_rate {
+        // The largest whole concurrency in LO..HI whose probe passes (monotone in it).
+        let (lo, hi) = (space.lo.ceil() as u64, space.hi.floor() as u64);
+        if fits(&probe(lo as f64)).is_ok() {
+            let (mut ok, mut bad) = (lo, hi);
+            while bad - ok > 1 {
+                let mid = ok + (bad - ok) / 2;
+                if fits(&probe(mid as f64)).is_ok() {
+                    ok = mid;
+                } else {
+                    bad = mid;
+                }
+            }
+            way = format!("; `{flag} {lo}..{ok}` fits");
+        } else {
+            way = format!("; not even its lower end ({unit} {lo}) fits");
+        }
+    }
+    anyhow::bail!(
+        "{flag} {range}: its largest probe ({unit} {}) cannot run in this process: {head}{way} \
+         (nothing was sent)",
+        num(space.hi)
+    )
+}
+
+/// Why a probe's result cannot be read as the server's (its summary's extras `x`): some of its requests (profile or
+/// warmup) failed `client_resource`, the client's own limit (open files, memory, local ports),
+/// named with the count and the first such error; `None` when none did. `unit` and `load` name
+/// the probe.
+fn client_limit_failures(
+    x: &inferbench_core::summary::Extras,
+    unit: &str,
+    load: f64,
+) -> Option<String> {
+    let class = inferbench_core::record::ErrorClass::ClientResource.as_str();
+    let profile = x.errors_by_class.get(class).copied().unwrap_or(0);
+    let warmup = x.warmup_errors_by_class.get(class).copied().unwrap_or(0);
+    if profile + warmup == 0 {
+        return None;
+    }
+    let sample = x
+        .error_samples
+        .get(class)
+        .map(|m| format!(" (first: {m})"))
+        .unwrap_or_default();
+    Some(format!(
+        "the probe at {unit} {} failed {} on the client's own limit (`{class}`{sample}): that \
+         says nothing of the server, so the search stops with no capacity; raise the client's \
+         limit (`ulimit -n`, `ulimit -v`) or search a lower range (its result file is kept)",
+        num(load),
+        match (profile, warmup) {
+            (p, 0) => inferbench_core::count(p as usize, "request"),
+            (0, w) => inferbench_core::count(w as usize, "warmup"),
+            (p, w) => format!(
+                "{} and {}",
+                inferbench_core::count(p as usize, "request"),
+                inferbench_core::count(w as usize, "warmup")
+            ),
+        }
+    ))
+}
+
 /// `x` with up to 4 significant decimals, as the summary lines print numbers.
 fn num(x: f64) -> String {
     let s = format!("{x:.4}");
@@ -663,8 +769,10 @@ fn num(x: f64) -> String {
 /// probe ([`slo::search_max`]), each saved (and stored with `--db`) like any point; then the
 /// capacity printed (stdout) and written as `inferbench.capacity` to `--result-filename` (default
 /// `capacity-<date>.json`) in `--result-dir`. Exit 0 when a capacity was found (or the whole
-/// range meets the SLOs), 1 when no load in the range meets them or the probe budget ran out,
-/// 130 / 3 when a probe was interrupted or found the server unreachable; 2 for bad flags.
+/// range meets the SLOs), 1 when no load in the range meets them, the probe budget ran out or a
+/// probe failed on the client's own limit (`client_resource`: no capacity file), 130 / 3 when
+/// a probe was interrupted or found the server unreachable; 2 for bad flags or a range whose
+/// largest probe this process cannot hold.
 fn run_search(
     flags: BenchFlags,
     search: SearchArgs,
@@ -726,6 +834,10 @@ fn run_search(
     let nominal = (opts.dataset_name == inferbench_loadgen::options::DatasetName::Random)
         .then_some((opts.random_input_len, opts.random_output_len));
     let gpus = identity_gpus(&opts);
+    // The range's largest probe against `ulimit -n` / `ulimit -v` before the first probe, as a
+    // plain point is checked (issue 39, fresh tester's finding 2: unchecked, probes above the
+    // client's open-file limit failed `client_resource` and the search called that capacity).
+    refuse_search_beyond(&opts, space, by_rate, flag, range)?;
     let rt = super::runtime()?;
     if opts.model.trim().is_empty() {
         opts.validate()?;
@@ -752,6 +864,7 @@ fn run_search(
     let mut stop_status = ExitStatus::Ok;
     let mut first_date: Option<String> = None;
     let mut failure: Option<anyhow::Error> = None;
+    let mut client_limit: Option<String> = None;
     let result = slo::search_max(space, |load| {
         let mut o = opts.clone();
         let tag = if by_rate {
@@ -782,6 +895,13 @@ fn run_search(
                 failure = Some(e);
                 return None;
             }
+        }
+        // Requests that failed on the client's own limit say nothing of the server: such a
+        // probe is never read as meeting or failing the SLOs (issue 39, fresh tester's
+        // finding 2); the search stops with no capacity.
+        if let Some(why) = client_limit_failures(&out.summary.inferbench, unit, load) {
+            client_limit = Some(why);
+            return None;
         }
         let mut values = slo::point_values(&out.summary, gpus);
         if let Some(id) = &opts.job_identity {
@@ -845,6 +965,13 @@ fn run_search(
     rt.shutdown_background();
     if let Some(e) = failure {
         return Err(e);
+    }
+    if let Some(why) = client_limit {
+        return Err(super::exit::StatusError {
+            status: ExitStatus::Failed,
+            message: why,
+        }
+        .into());
     }
     let load_key = if by_rate {
         "request_rate"
@@ -1056,6 +1183,45 @@ mod tests {
         assert_eq!(
             e,
             "stopped after 260 requests: the records kept would outgrow ulimit -v (200000 KiB)"
+        );
+    }
+
+    /// Issue 39, fresh tester's finding 2: a probe whose requests failed `client_resource`
+    /// (conc 109 under `ulimit -n 100`: 90 % "Too many open files") stops the search, naming
+    /// the client's limit; the server's own failures (`http_status`) do not.
+    #[test]
+    fn a_probe_failing_on_the_clients_limit_is_not_the_servers() {
+        let mut x = inferbench_core::summary::Extras::default();
+        assert_eq!(client_limit_failures(&x, "concurrency", 109.0), None);
+        x.errors_by_class.insert("http_status".into(), 5);
+        assert_eq!(client_limit_failures(&x, "concurrency", 109.0), None);
+        x.errors_by_class.insert("client_resource".into(), 980);
+        x.warmup_errors_by_class
+            .insert("client_resource".into(), 196);
+        x.error_samples.insert(
+            "client_resource".into(),
+            "connect: Too many open files (os error 24)".into(),
+        );
+        assert_eq!(
+            client_limit_failures(&x, "concurrency", 109.0).as_deref(),
+            Some(
+                "the probe at concurrency 109 failed 980 requests and 196 warmups on the \
+                 client's own limit (`client_resource` (first: connect: Too many open files (os \
+                 error 24))): that says nothing of the server, so the search stops with no \
+                 capacity; raise the client's limit (`ulimit -n`, `ulimit -v`) or search a \
+                 lower range (its result file is kept)"
+            )
+        );
+        x.errors_by_class.remove("client_resource");
+        x.error_samples.clear();
+        assert_eq!(
+            client_limit_failures(&x, "request rate", 2.5).as_deref(),
+            Some(
+                "the probe at request rate 2.5 failed 196 warmups on the client's own limit \
+                 (`client_resource`): that says nothing of the server, so the search stops \
+                 with no capacity; raise the client's limit (`ulimit -n`, `ulimit -v`) or \
+                 search a lower range (its result file is kept)"
+            )
         );
     }
 }

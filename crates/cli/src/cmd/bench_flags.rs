@@ -222,11 +222,13 @@ impl PowerFlags {
 #[command(
     after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or error rate above --max-error-rate, anomaly rate above \
                   --max-anomaly-rate, or no request succeeded (a client out of files or \
-                  ports: error class client_resource), or a result or records write failed at \
+                  ports: error class client_resource; with --slo, any probe failing so stops \
+                  the search with no capacity), or a result or records write failed at \
                   the end (what could be written is), or out of memory midway (ulimit -v named; \
                   what was written stays); 2 bad flags, files or setup, an output \
                   path that cannot be written (checked before any request), a \
-                  concurrency this process cannot hold (ulimit -n, ulimit -v), or out of \
+                  concurrency this process cannot hold (ulimit -n, ulimit -v; with --slo, the \
+                  search range's upper end), or out of \
                   memory before any request (ulimit -v named, never SIGABRT); 3 server \
                   unreachable (partial results written); 130 interrupted by \
                   Ctrl-C, SIGTERM or SIGHUP (finished requests saved).\n\nExample (InferenceX fixed-seq-len \

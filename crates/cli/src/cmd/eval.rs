@@ -67,6 +67,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         output_bytes: 0,
         uncapped: false,
         lower: crate::limits::LOWER_EVAL,
+        server_in_process: false,
     };
     crate::limits::check(&streams, &limits)
         .map_err(anyhow::Error::msg)

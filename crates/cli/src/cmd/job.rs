@@ -144,6 +144,7 @@ pub fn rows_beyond(
                 } else {
                     crate::limits::LOWER_SWEEP
                 },
+                server_in_process: false,
             };
             // Where not one stream fits under `ulimit -v`, the value at which the row starts
             // (issue 39, second round, finding 5: a row's refusal named none).

@@ -26,8 +26,10 @@ const STOP: &str =
     after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed (its requests errored) or the database or \
                   chart step failed, or out of memory midway (ulimit -v named); 2 bad flags, a \
                   database that cannot be opened, an --out or --chart that cannot be written \
-                  (checked before any point), or out of memory before any request (ulimit -v \
-                  named, never SIGABRT); 130 \
+                  (checked before any point), a largest point (or, with --agentic, lane count) \
+                  beyond the open-file limit (ulimit -n: the in-process sim's end of each \
+                  connection counts too) or the memory, named with the value that fits, or out \
+                  of memory before any request (ulimit -v named, never SIGABRT); 130 \
                   interrupted by Ctrl-C, SIGTERM or SIGHUP (the points finished so far are stored and drawn)."
 )]
 pub struct Args {
@@ -65,15 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     // Its own need against `ulimit -v` / `ulimit -n` before the in-process sim starts (issue
     // 39, fresh tester's finding 2: `quickstart --fast` under `ulimit -v 100000` ran out of
     // memory naming no value): refused (exit 2) naming the value at which it starts.
-    let need = quickstart_need(&p);
-    let limits = crate::limits::raise_open_files();
-    crate::limits::check(&need, &limits)
-        .map_err(anyhow::Error::msg)
-        .map_err(|e| {
-            crate::limits::advise_no_stream(e, &limits, |at| {
-                crate::limits::check(&need, at).is_ok()
-            })
-        })?;
+    refuse_beyond(&quickstart_need(&p))?;
     check_outputs(&args)?;
     // Open (and migrate) the database before the sweep, so a bad --db fails in seconds.
     let mut store = open_store(&args)?;
@@ -127,6 +121,9 @@ pub const QUICKSTART_SIM_BYTES: u64 = 32 << 20;
 /// (what the client keeps and holds of one response of `osl` tokens in flight,
 /// `kept_response_bytes` and `held_stream_bytes`; 8 bytes a kept chunk's ITL gap, up to the
 /// spill), and the in-process sim ([`QUICKSTART_SIM_BYTES`], among the prompts' bytes).
+///
+/// The sim runs in this process ([`crate::limits::Need::server_in_process`]): the server end of
+/// each connection counts against `ulimit -n` too.
 pub fn quickstart_need(p: &inferbench_runner::simsweep::SimSweep) -> crate::limits::Need {
     use inferbench_loadgen::options::limits::{
         held_stream_bytes, kept_gaps, kept_response_bytes, BYTES_PER_PROMPT_TOKEN,
@@ -151,7 +148,54 @@ pub fn quickstart_need(p: &inferbench_runner::simsweep::SimSweep) -> crate::limi
             .saturating_mul(8),
         uncapped: false,
         lower: crate::limits::LOWER_QUICKSTART,
+        server_in_process: true,
     }
+}
+
+/// What `quickstart --agentic`'s largest lane count asks of the process
+/// ([`crate::limits::check`]; issue 39, fresh tester's finding 3: it had no check, and under
+/// `ulimit -n 20` every lane failed "Too many open files"): its lanes, each holding its
+/// session's peak of requests in flight ([`inferbench_loadgen::agentic::lane_load`] of the
+/// built-in sessions, as `replay` counts a lane), each request's bytes in flight, the sessions
+/// kept (their JSONL × [`crate::limits::TRACE_BYTES_PER_FILE_BYTE`]) and the in-process sim
+/// ([`QUICKSTART_SIM_BYTES`] among the prompts' bytes), whose server ends count too.
+pub fn agentic_quickstart_need(
+    sweep: &inferbench_runner::simsweep::AgenticSimSweep,
+) -> crate::limits::Need {
+    let sessions = inferbench_runner::simsweep::AgenticSimSweep::sessions();
+    let lane = inferbench_loadgen::agentic::lane_load(&sessions);
+    let mut jsonl = Vec::new();
+    // Writing to memory cannot fail.
+    let _ = inferbench_workload::agentx::synthetic::write_jsonl(&sessions, &mut jsonl);
+    let kept = (jsonl.len() as u64).saturating_mul(crate::limits::TRACE_BYTES_PER_FILE_BYTE);
+    crate::limits::Need {
+        flag: "--concurrency",
+        streams: u64::from(sweep.lanes.iter().copied().max().unwrap_or(1)),
+        requests: 0,
+        per_stream: lane.per_lane,
+        request_bytes: lane.request_bytes,
+        prompt_bytes: kept.saturating_add(QUICKSTART_SIM_BYTES),
+        output_bytes: 0,
+        uncapped: false,
+        lower: crate::limits::LOWER_QUICKSTART,
+        server_in_process: true,
+    }
+}
+
+/// The one up-front check of both quickstarts: `need` ([`quickstart_need`],
+/// [`agentic_quickstart_need`]) against `ulimit -n` / `ulimit -v` after lifting the soft
+/// open-file limit, before the in-process sim starts.
+///
+/// # Errors
+/// [`crate::limits::check`]'s refusal naming the limit and the value at which the run
+/// starts (exit 2, nothing sent).
+pub fn refuse_beyond(need: &crate::limits::Need) -> anyhow::Result<()> {
+    let limits = crate::limits::raise_open_files();
+    crate::limits::check(need, &limits)
+        .map_err(anyhow::Error::msg)
+        .map_err(|e| {
+            crate::limits::advise_no_stream(e, &limits, |at| crate::limits::check(need, at).is_ok())
+        })
 }
 
 /// `--agentic`: the AgentX pipeline on the embedded simulator in seconds
@@ -202,10 +246,11 @@ fn check_outputs(args: &Args) -> anyhow::Result<()> {
 }
 
 fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
-    let run_dir = fresh_run_dir(&args.out)?;
-    let batch = sweep_id(&run_dir);
     let q = &args.sweep;
     let sweep = q.agentic_plan()?;
+    refuse_beyond(&agentic_quickstart_need(&sweep))?;
+    let run_dir = fresh_run_dir(&args.out)?;
+    let batch = sweep_id(&run_dir);
     check_outputs(args)?;
     let mut store = open_store(args)?;
     let report = super::on_runtime(STOP, |cancel| {

@@ -391,6 +391,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         output_bytes: 0,
         uncapped: false,
         lower: crate::limits::LOWER_REPLAY,
+        server_in_process: false,
     };
     // What a lane takes is known from the count above (its largest request, its session's
     // peak in flight); the check after the load counts the lanes the load kept, at most these.
@@ -450,6 +451,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
                     output_bytes: 0,
                     uncapped: false,
                     lower: crate::limits::LOWER_REPLAY,
+                    server_in_process: false,
                 };
                 checked.set(Some(need));
                 crate::limits::refuse_beyond(Some(need))
