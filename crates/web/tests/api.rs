@@ -1676,6 +1676,7 @@ fn records_blob(
         n_records: records.len() as i64,
         n_profile: records.len() as i64,
         n_failed: 0,
+        file: None,
     }
 }
 
