@@ -773,9 +773,15 @@ async fn chart(
     let (bytes, _) = state
         .with_store(move |s| {
             let (rows, x, _) = select(s, &q, true, true)?;
+            // The stored batch names too, as every answer's text ([`crate::redact::Batches`]).
+            let batches = if redacted {
+                crate::redact::Batches::of(s).map_err(|e| ApiError::internal(e.to_string()))?
+            } else {
+                crate::redact::Batches::default()
+            };
             let shown = |t: &str| {
                 if redacted {
-                    crate::redact::text(t)
+                    batches.text(t)
                 } else {
                     t.to_string()
                 }

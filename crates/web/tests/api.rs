@@ -1902,3 +1902,70 @@ async fn clip_drops_what_inferencex_clips_before_the_frontier() {
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(v["error"], json!("`clip=maybe`: expected true or false"));
 }
+
+/// Fresh tester of issue 39 §5, item 2: under `serve --redact`, notes and errors named stored
+/// batches by their relative labels (`no stored point has batch=b1 (stored: …, results/b1,
+/// results/b2)`, `… (batch results/b1)`) where every other field showed `(path H)`. Every
+/// string of every answer is redacted at the one place answers are serialized: each route's
+/// note or error below names no batch but by its shown form.
+#[tokio::test]
+async fn redacted_notes_and_errors_name_no_stored_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("web.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    // Two batches of one configuration on two servers (their `--set` settings differ).
+    let again = dir.path().join("again");
+    common::copy_tree_replacing(
+        &fixtures(),
+        &again,
+        &[("\"burstiness\": 1.0", "\"burstiness\": 1.00")],
+    );
+    for (batch, seqs, from) in [("results/b1", "8", fixtures()), ("results/b2", "16", again)] {
+        let mut o = IngestOptions::from_set(&[format!("max_num_seqs={seqs}")]).unwrap();
+        o.batch = Some(batch.into());
+        assert_eq!(s.ingest_path(&from, &o).unwrap().points, 2);
+    }
+    drop(s);
+    let fetch = |uri: &'static str| {
+        let app = router(AppState::new(Store::open_read_only(&db).unwrap()).redacted(true));
+        async move {
+            let res = app
+                .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            let status = res.status();
+            let b = res.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8(b.to_vec()).unwrap())
+        }
+    };
+    let (b1, b2) = (
+        inferbench_web::redact::batch("results/b1"),
+        inferbench_web::redact::batch("results/b2"),
+    );
+    // A note (200) or an error (400) per route, each naming the stored batches.
+    for (uri, status, said) in [
+        ("/api/v1/points?batch=b1", StatusCode::OK, "stored:"),
+        ("/api/v1/history?at=30&batch=b1", StatusCode::OK, "stored:"),
+        ("/api/v1/tco?at=30&batch=b1", StatusCode::OK, "stored:"),
+        (
+            "/api/v1/compare?a=batch%3Db1&b=batch%3Db2",
+            StatusCode::OK,
+            "stored:",
+        ),
+        (
+            "/api/v1/compare?a=hw%3Dh200&b=hw%3Dh200",
+            StatusCode::BAD_REQUEST,
+            "pools batches from 2 servers",
+        ),
+        ("/api/v1/points.csv?batch=b1", StatusCode::OK, ""),
+    ] {
+        let (s, body) = fetch(uri).await;
+        assert_eq!(s, status, "{uri}: {body}");
+        assert!(body.contains(said), "{uri}: {body}");
+        assert!(!body.contains("results/b"), "{uri}: {body}");
+        if !said.is_empty() {
+            assert!(body.contains(&b1) && body.contains(&b2), "{uri}: {body}");
+        }
+    }
+}
