@@ -346,8 +346,9 @@ fn select(
 /// ([`is_input_metric`]: InferenceX draws input throughput, cost per input token and input
 /// tok/s/MW against TTFT, its chart definitions' `i_xmetric`); median interactivity otherwise.
 pub fn chart_x(y: &str, rows: &[PointRow]) -> &'static str {
-    if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
-        NORTH_STAR_X
+    let x = inferbench_views::analysis::default_x(rows);
+    if x == NORTH_STAR_X {
+        x
     } else if is_input_metric(y) {
         INPUT_X
     } else {
@@ -971,11 +972,7 @@ pub async fn run(
     let (mut rows, mut batch) = rows;
     // An agentic batch's frontier runs over AgentX's North-Star x, as on the Inference page
     // (trial 26: the Run page showed median interactivity for agentic points).
-    let x = if !batch.is_empty() && batch.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
-        NORTH_STAR_X
-    } else {
-        "median_intvty"
-    };
+    let x = inferbench_views::analysis::default_x(&batch);
     // Invalid points never on it, as on every frontier (issue 39). The run's points are marked
     // as their batch marks them (trial of issue 39 §5: a run's point was on the frontier of
     // the run's own points and off the batch's in the same answer); one outside the batch

@@ -88,9 +88,10 @@ pub struct ReportFlags {
     pub include_invalid: bool,
     /// Instead of points: the history of y at this x per group (one value per batch), with a
     /// regression flag. y is interpolated along each frontier with InferenceX's monotone curve,
-    /// as `compare --at` does.
-    #[arg(long, value_name = "X")]
-    pub history_at: Option<f64>,
+    /// as `compare --at` does. `auto`: 35 tok/s/user where the counted points' frontiers reach
+    /// it, else the middle of their x range (the dashboard's `at=auto`, the same rule).
+    #[arg(long, value_name = "X|auto")]
+    pub history_at: Option<inferbench_views::analysis::At>,
     /// History: relative drop (or rise, for lower-is-better y) that counts as a regression.
     #[arg(long, default_value_t = 0.05)]
     pub regression_threshold: f64,
@@ -179,13 +180,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     if args.x.is_none() {
         // AgentX points plot against p90 E2E-normalized interactivity (North-Star x).
         let rows = store.points(&f, &CostOptions::default())?;
-        let agentic =
-            !rows.is_empty() && rows.iter().all(|r| r.scenario == query::AGENTIC_SCENARIO);
-        args.x = Some(if agentic {
-            query::NORTH_STAR_X.to_string()
-        } else {
-            "median_intvty".to_string()
-        });
+        args.x = Some(inferbench_views::analysis::default_x(&rows).to_string());
     }
     let x = args.x.clone().unwrap_or_default();
     // Columns beyond the stored hot metrics and derived ones need the full metrics JSON.
@@ -246,6 +241,21 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Ok);
     }
     if let Some(at) = args.history_at {
+        let at =
+            inferbench_views::analysis::resolve_at(at, &rows, &x, &args.y, args.include_invalid);
+        let Some(at) = at else {
+            // `auto` without a counted frontier: nothing to read y at (the API answers `at`
+            // null and no values).
+            if rows.is_empty() {
+                history_matched_nothing(&mut store, &args, &f)?;
+            } else {
+                errln!(
+                    "--history-at auto: no counted point's frontier has {x} to take a default x \
+                     from (--include-invalid counts invalid points)"
+                );
+            }
+            return Ok(ExitStatus::Ok);
+        };
         let status = history(&rows, &args, x_given, &x, at)?;
         if rows.is_empty() {
             history_matched_nothing(&mut store, &args, &f)?;
@@ -766,17 +776,12 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
             sel.join(" ")
         );
     }
-    let agentic = rows
-        .iter()
-        .all(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO);
     let x = args.x.unwrap_or_else(|| {
-        if agentic {
-            // AgentX's North-Star x.
-            inferbench_store::query::NORTH_STAR_X.to_string()
-        } else if args.y.contains("input") {
+        let x = inferbench_views::analysis::default_x(&rows);
+        if x == "median_intvty" && args.y.contains("input") {
             "p99_ttft".to_string()
         } else {
-            "median_intvty".to_string()
+            x.to_string()
         }
     });
     report::check_metric("--x", &x, &rows)?;
@@ -823,9 +828,10 @@ pub struct CompareFlags {
     /// Filters applied to both sides (e.g. `model=dsr1`, `isl=1024`); repeatable.
     #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
-    /// x metric to match on.
-    #[arg(long, default_value = "median_intvty")]
-    pub x: String,
+    /// x metric to match on. Default: median_intvty (tok/s/user); p90_e2e_norm_intvty (AgentX's
+    /// North-Star x) when every point of both sides is agentic-coding, as `report`.
+    #[arg(long)]
+    pub x: Option<String>,
     /// y metric to compare.
     #[arg(long, default_value = "tput_per_gpu")]
     pub y: String,
@@ -865,7 +871,7 @@ impl CompareFlags {
 }
 
 /// [`CompareFlags::run`].
-fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
+fn run_compare(mut args: CompareFlags) -> anyhow::Result<ExitStatus> {
     // A database without runs is refused as `report` refuses it (exit 2; trial 18: exit 1
     // with "no stored point matches").
     let mut store = open_with_runs(&args.db)?;
@@ -876,25 +882,28 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         Ok(store.points(&side(spec, &args.filters)?, &cost)?)
     };
     let (ra, rb) = (load(&args.a, &mut store)?, load(&args.b, &mut store)?);
+    if args.x.is_none() {
+        let both: Vec<PointRow> = ra.iter().chain(&rb).cloned().collect();
+        args.x = Some(inferbench_views::analysis::default_x(&both).to_string());
+    }
+    let x = args.x.clone().unwrap_or_default();
     let c = inferbench_views::analysis::compare_sides(
         (ra, rb),
         (&args.a, &args.b),
-        &args.x,
+        &x,
         &args.y,
         &args.at,
         args.include_invalid,
+        compare::FilterSyntax::Cli,
     );
     let (a, b, a_invalid, b_invalid) = (&c.a, &c.b, c.a_invalid, c.b_invalid);
     let both: Vec<PointRow> = a.iter().chain(b).cloned().collect();
-    report::check_metric("--x", &args.x, &both)?;
+    report::check_metric("--x", &x, &both)?;
     report::check_metric("--y", &args.y, &both)?;
-    // A side that matches nothing is said first (trial 18: a typo on side A was hidden behind
-    // side B's pooled workloads).
-    let pooled = || compare::pooled_workloads(a, b, &args.a, &args.b, compare::FilterSyntax::Cli);
-    if let Some(why) = (!a.is_empty() && !b.is_empty()).then(pooled).flatten() {
-        anyhow::bail!("{why}");
-    }
-    // A side whose batches come from different servers: not repeats (issue 39 §5).
+    // A side that pools workloads or servers: the one check the API makes too (fresh tester
+    // of issue 39 §5, item 6: the two answered the same pooled compare differently). A side
+    // that matches nothing is said first (trial 18: a typo on side A was hidden behind side
+    // B's pooled workloads): the check waits for both sides.
     if let Some(why) = &c.refused {
         anyhow::bail!("{why}");
     }
@@ -927,7 +936,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
                 "the frontiers of A ({}) and B ({}) share no {} range",
                 inferbench_core::count(a.len(), "point"),
                 inferbench_core::count(b.len(), "point"),
-                args.x
+                x
             );
         } else if (a.is_empty() && a_invalid > 0) || (b.is_empty() && b_invalid > 0) {
             errln!("no valid point to compare for {}", empty.join(" nor "));
@@ -962,7 +971,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Failed);
     }
     let rows = &c.rows;
-    let notes = out_of_reach(rows, (a, b), &args.x, &args.y);
+    let notes = out_of_reach(rows, (a, b), &x, &args.y);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(rows)?);
         for n in &notes {
@@ -972,13 +981,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     }
     out!(
         "{}",
-        inferbench_views::report::compare_table(
-            rows,
-            (&args.a, &args.b),
-            (&wa, &wb),
-            &args.x,
-            &args.y
-        )
+        inferbench_views::report::compare_table(rows, (&args.a, &args.b), (&wa, &wb), &x, &args.y)
     );
     for n in &notes {
         outln!("  {n}");
