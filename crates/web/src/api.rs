@@ -639,35 +639,41 @@ impl<'a> PointsAnswer<'a> {
     }
 }
 
-/// The CSV export's columns: `report`'s default columns, then every other metric any row holds
-/// (stored and derived: latency statistics, server figures, costs, tokens per $1, power), by
-/// name.
-pub fn csv_columns(rows: &[PointRow], x: &str) -> Vec<String> {
-    let mut cols = inferbench_views::report::default_columns(rows, Some(x));
-    let mut rest: Vec<&String> = rows
-        .iter()
-        .flat_map(|r| r.metrics.keys())
-        .filter(|k| !cols.contains(k))
-        .collect();
-    rest.sort();
-    rest.dedup();
-    cols.extend(rest.into_iter().cloned());
-    cols
-}
-
-/// `GET /api/v1/points.csv`: the selected rows as `inferbench report --format csv` prints them
-/// with the same filters (full precision), as a download: its default columns, then every
-/// other stored and derived metric ([`csv_columns`]).
+/// `GET /api/v1/points.csv[?columns=C1,C2…|all]&…`: the selected rows as `inferbench report
+/// --format csv` prints them with the same filters (full precision), as a download: `report`'s
+/// default columns, or those `columns=` names as `report --columns` takes them (any stored or
+/// derived metric and the identity columns; `all`: the default columns then every metric a
+/// selected point holds), one rule for both ([`inferbench_views::report::chosen_columns`]). An
+/// unknown column is a 400 naming it.
 pub async fn points_csv(
     State(state): State<AppState>,
-    Query(pairs): Query<Vec<(String, String)>>,
+    Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
+    let asked: Vec<String> = match pairs.iter().rposition(|(k, _)| k == "columns") {
+        Some(i) => {
+            let v = pairs.remove(i).1;
+            if pairs.iter().any(|(k, _)| k == "columns") {
+                return Err(ApiError::bad_request(
+                    "`columns`: given more than once (one comma-separated list)",
+                ));
+            }
+            (v.split(','))
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect()
+        }
+        None => Vec::new(),
+    };
     let mut q = parse_points_query(&pairs)?;
     q.filter.all_metrics = true;
     let (rows, x, _) = state
         .with_store(move |s| select(s, &q, false, false))
         .await?;
-    let cols = csv_columns(&rows, &x);
+    for c in &asked {
+        inferbench_views::report::check_column_as("`columns`:", c, &rows)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    }
+    let cols = inferbench_views::report::chosen_columns(&rows, Some(&x), &asked);
     let body =
         inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Csv);
     Ok((

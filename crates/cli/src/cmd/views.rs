@@ -66,7 +66,8 @@ pub struct ReportFlags {
     pub y: String,
     /// Comma-separated columns (default: identity, conc, date and headline metrics). Any stored
     /// metric name, or a derived one: usd_per_m_{hyperscaler,neocloud,rental,custom}[_input|_output],
-    /// tok_s_per_mw[_input|_output], j_per_token[_input|_output].
+    /// tok_s_per_mw[_input|_output], j_per_token[_input|_output]; `all`: the default columns,
+    /// then every metric a selected point holds (as the dashboard's `points.csv?columns=all`).
     #[arg(long, value_delimiter = ',')]
     pub columns: Vec<String>,
     /// Output format.
@@ -186,7 +187,8 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     // Columns beyond the stored hot metrics and derived ones need the full metrics JSON.
     let known: Vec<String> = inferbench_store::query::derived_names();
     f.all_metrics = args.columns.iter().any(|c| {
-        c.contains('.')
+        c == report::ALL_COLUMNS
+            || c.contains('.')
             || (c.contains('_')
                 && !inferbench_store::schema::POINT_METRICS.contains(&c.as_str())
                 && !known.contains(c)
@@ -199,9 +201,11 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         kw_per_gpu: args.gpu_kw,
     };
     // A name neither a column nor a metric inferbench defines must be stored with a point.
-    let mut names = [x.as_str(), args.y.as_str()]
-        .into_iter()
-        .chain(args.columns.iter().map(String::as_str));
+    let mut names = [x.as_str(), args.y.as_str()].into_iter().chain(
+        (args.columns.iter())
+            .map(String::as_str)
+            .filter(|c| *c != report::ALL_COLUMNS),
+    );
     if names.any(|m| !report::known_without_points(m)) {
         let mut all = f.clone();
         all.all_metrics = true;
@@ -572,6 +576,7 @@ fn print_rows(
         (true, true) => report::split_common(rows, &defaults),
         (true, false) => (defaults.clone(), Vec::new()),
         (false, _) => {
+            let chosen = report::chosen_columns(rows, args.x.as_deref(), &args.columns);
             let (_, common) = report::split_common(rows, &defaults);
             let shown = |kv: &String| {
                 let key = kv.split('=').next().unwrap_or_default();
@@ -581,7 +586,7 @@ fn print_rows(
                 .into_iter()
                 .filter(|kv| table && !shown(kv))
                 .collect();
-            (args.columns.clone(), common)
+            (chosen, common)
         }
     };
     if !common.is_empty() {
@@ -597,7 +602,7 @@ fn print_rows(
     // Chosen --columns that leave out what tells the rows apart (trial 20: `--columns
     // conc,tput_per_gpu` listed conc 16 twice, agentic points beside fixed-length ones).
     if table && !args.columns.is_empty() && rows.len() > 1 {
-        let unseen = report::identity_left_out(rows, &defaults, &args.columns);
+        let unseen = report::identity_left_out(rows, &defaults, &cols);
         if !unseen.is_empty() {
             errln!(
                 "note: the rows differ in {}, which --columns leaves out: rows that look alike \
