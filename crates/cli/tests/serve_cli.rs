@@ -36,25 +36,42 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
     );
     assert!(addr.starts_with("127.0.0.1:"), "{first}");
 
-    let (status, csv) = http_get(&addr, "/api/v1/points.csv?hw=h200");
-    assert_eq!(status, "HTTP/1.1 200 OK");
-    // The export is `report`'s CSV of its default columns followed by every other stored and
-    // derived metric (issue 42): `report --columns` of the same header prints it alike.
-    let header = csv.lines().next().unwrap().to_string();
-    assert!(header.starts_with(
-        "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,tput_per_gpu,"
-    ));
-    let report = Command::new(bin())
-        .args(["report", "--db", &db, "-f", "hw=h200", "--format", "csv"])
-        .args(["--columns", &header])
-        .output()
-        .unwrap();
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
-    assert_eq!(csv, String::from_utf8(report.stdout).unwrap());
+    // The export is `report --format csv` byte for byte (fresh tester of issue 39 §5, item 4:
+    // ~240 more columns): by default, with `columns=all` / `--columns all` (issue 42's every
+    // stored and derived metric), and with columns named.
+    for (q, cols) in [
+        ("", None),
+        ("&columns=all", Some("all")),
+        ("&columns=conc,p90_ttft,batch", Some("conc,p90_ttft,batch")),
+    ] {
+        let (status, csv) = http_get(&addr, &format!("/api/v1/points.csv?hw=h200{q}"));
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        let report = Command::new(bin())
+            .args(["report", "--db", &db, "-f", "hw=h200", "--format", "csv"])
+            .args(cols.map(|c| ["--columns", c]).into_iter().flatten())
+            .output()
+            .unwrap();
+        assert!(
+            report.status.success(),
+            "{}",
+            String::from_utf8_lossy(&report.stderr)
+        );
+        assert_eq!(csv, String::from_utf8(report.stdout).unwrap(), "{q}");
+        let header = csv.lines().next().unwrap().to_string();
+        assert!(header.starts_with(match cols {
+            Some("conc,p90_ttft,batch") => "conc,p90_ttft,batch",
+            _ => "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,",
+        }));
+        let n = header.split(',').count();
+        assert!(
+            if cols == Some("all") {
+                n > 100
+            } else {
+                n <= 19
+            },
+            "{q}: {header}"
+        );
+    }
     let (status, _) = http_get(&addr, "/api/v1/points?hw=");
     assert_eq!(status, "HTTP/1.1 400 Bad Request");
 

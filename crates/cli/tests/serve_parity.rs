@@ -650,3 +650,137 @@ fn serve_checks_host_on_loopback_and_says_what_it_exposes() {
         assert!(said.contains(want), "{said}");
     }
 }
+
+/// Fresh tester of issue 39 §5, items 1, 5 and 6, on a database of agentic points only (two
+/// batches, each point's median interactivity 10 × its North-Star x, so the two scales never
+/// agree): `/api/v1/history` and `/api/v1/tco` read the North-Star x as `report --history-at`
+/// does (they read `median_intvty` and said "doesn't reach 110"); `--history-at auto` is
+/// accepted and reads where the API's `at=auto` reads; and a compare pooling workloads and
+/// servers is refused with one message by both.
+#[test]
+fn an_agentic_database_reads_the_north_star_x_in_report_and_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    // (conc, North-Star x in tok/s/user, tok/s/GPU) per batch.
+    type Points = [(i64, f64, f64); 3];
+    let batches: [(&str, Points); 2] = [
+        (
+            "ag-1",
+            [(4, 200.0, 1000.0), (16, 120.0, 4000.0), (64, 40.0, 9000.0)],
+        ),
+        (
+            "ag-2",
+            [(4, 210.0, 1100.0), (16, 100.0, 5000.0), (64, 30.0, 9500.0)],
+        ),
+    ];
+    for (i, (batch, points)) in batches.iter().enumerate() {
+        let mut run = inferbench_store::synthetic::run(0, "dsr1", 0, 0);
+        let template = run.points[0].clone();
+        let date = format!("2026-12-0{}", i + 1);
+        (run.run_key, run.batch, run.date) =
+            (format!("ag-{batch}"), batch.to_string(), date.clone());
+        run.points = (points.iter())
+            .map(|&(conc, ns, y)| {
+                let mut p = template.clone();
+                p.config.scenario = "agentic-coding".into();
+                p.config.hardware = "h100".into();
+                (p.conc, p.date) = (conc, date.clone());
+                p.metrics = BTreeMap::from([
+                    ("p90_e2e_norm_intvty".to_string(), ns),
+                    ("median_intvty".to_string(), ns * 10.0),
+                    ("tput_per_gpu".to_string(), y),
+                ]);
+                p
+            })
+            .collect();
+        s.ingest_run(&run).unwrap();
+    }
+    drop(s);
+    let common::Serving {
+        mut child,
+        addr,
+        rest,
+        ..
+    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
+    let history = |at: &str| {
+        cli_json(&[
+            "report",
+            "--db",
+            &db,
+            "--history-at",
+            at,
+            "--format",
+            "json",
+        ])
+    };
+    let v = api(&addr, "/api/v1/history?at=110");
+    assert_eq!(v["x"], json!("p90_e2e_norm_intvty"));
+    assert_eq!(v["x_range"], json!([30.0, 210.0]));
+    let cli = history("110");
+    assert_eq!(api_history_rows(&v), cli_history_rows(&cli));
+    // ag-1 between (120, 4000) and (40, 9000), ag-2 between (210, 1100) and (100, 5000).
+    let values: Vec<f64> = (cli.as_array().unwrap().iter())
+        .map(|p| p["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(values.len(), 2, "{cli}");
+    // TCO's bar is the mean of the same two values, along the same x.
+    let t = api(&addr, "/api/v1/tco?at=110");
+    assert_eq!(t["x"], json!("p90_e2e_norm_intvty"));
+    assert_eq!(t["unreached"], json!([]));
+    assert_eq!(
+        t["bars"][0]["value"].as_f64().unwrap(),
+        (values[0] + values[1]) / 2.0
+    );
+    // `auto`: 35 lies inside 30 … 210; the CLI reads there too.
+    let auto = api(&addr, "/api/v1/history?at=auto");
+    assert_eq!(
+        (&auto["at"], &auto["default_at"]),
+        (&json!(35.0), &json!(35.0))
+    );
+    assert_eq!(api_history_rows(&auto), cli_history_rows(&history("auto")));
+    assert_eq!(
+        cli_history_rows(&history("auto")),
+        cli_history_rows(&history("35"))
+    );
+    assert_eq!(api(&addr, "/api/v1/tco?at=auto")["at"], json!(35.0));
+    // A bad `at` says the same in both.
+    let o = Command::new(bin())
+        .args(["report", "--db", &db, "--history-at", "abc"])
+        .output()
+        .unwrap();
+    let said = common::output_text(&o);
+    let want = inferbench_views::analysis::AUTO_AT_HELP;
+    assert!(said.contains(want), "{said}");
+    let (status, body) = common::http_get(&addr, "/api/v1/history?at=abc");
+    assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+    assert!(
+        body.contains(&format!(
+            "`at=abc`: expected a number (the x, in its unit) or {want}"
+        )),
+        "{body}"
+    );
+    // Compare: the North-Star x by default in both.
+    let v = api(
+        &addr,
+        "/api/v1/compare?a=batch%3Dag-1&b=batch%3Dag-2&at=110",
+    );
+    let cli = cli_json(&[
+        "compare",
+        "batch=ag-1",
+        "batch=ag-2",
+        "--db",
+        &db,
+        "--json",
+        "--at",
+        "110",
+    ]);
+    assert_eq!(v["x"], json!("p90_e2e_norm_intvty"));
+    assert_eq!(v["rows"], cli);
+    assert_eq!(v["rows"][0]["n_a"], json!(1));
+
+    common::signal(child.id(), "TERM");
+    child.wait().unwrap();
+    rest.join().unwrap();
+}

@@ -1002,6 +1002,9 @@ impl Store {
             ..Default::default()
         };
         let explicit_file = path.is_file();
+        // Records files the results read: not "ignored" (fresh tester of issue 39 §5, item 7:
+        // `req.jsonl` was counted as the result's records and listed as ignored).
+        let mut used: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
         for u in units {
             // A database that could not be written stops the ingest: every later unit would
             // fail alike.
@@ -1019,6 +1022,11 @@ impl Store {
             };
             match parsed {
                 Ok(mut run) => {
+                    used.extend(
+                        (run.points.iter())
+                            .filter_map(|p| p.requests.as_ref()?.file.as_ref())
+                            .map(|f| f.canonicalize().unwrap_or_else(|_| f.clone())),
+                    );
                     if let Some(b) = &opts.batch {
                         run.batch = b.clone();
                     }
@@ -1036,6 +1044,11 @@ impl Store {
                 }),
             }
         }
+        let used: Vec<String> = used.iter().map(|p| p.display().to_string()).collect();
+        report.ignored.retain(|i| {
+            let p = i.strip_suffix(" (not a result file)").unwrap_or(i);
+            !used.iter().any(|u| u == p)
+        });
         if self.kind() == Kind::Sqlite && report.runs_ingested > 0 {
             // Refresh planner statistics where useful (cheap; SQLite's recommended practice).
             let _ = self.conn.batch("PRAGMA optimize");

@@ -921,16 +921,20 @@ impl Store {
         Ok(out)
     }
 
-    /// Every server stored under each group name ([`ServersByGroup`]; failed and invalid
-    /// points' servers too): what a point's server label tells it apart from, whatever the
-    /// filter (trial of issue 39 §5: `?batch=x` gave the bare name, the run page another
-    /// label than the chart's). One `DISTINCT` over the points.
+    /// Every server stored under each group name ([`ServersByGroup`]; invalid points' servers
+    /// too, never a failed point's: it measured nothing, and its server, e.g. one without the
+    /// sim's `/metrics`, renamed the valid group; fresh tester of issue 39 §5, item 3): what a
+    /// point's server label tells it apart from, whatever the filter (trial of issue 39 §5:
+    /// `?batch=x` gave the bare name, the run page another label than the chart's). One
+    /// `DISTINCT` over the points. A failed point listed with `include_failed` is labelled
+    /// among these with its own server added ([`apply_labels`]).
     pub fn stored_servers(&mut self) -> Result<ServersByGroup, StoreError> {
         let rows = self.conn.query(
             "SELECT DISTINCT c.model, c.hardware, c.framework, c.precision, c.spec_decoding,
                     c.disagg, c.scenario, c.isl, c.osl, r.source_kind, p.server_fingerprint,
                     p.server_settings
-             FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id",
+             FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id
+             WHERE p.error IS NULL",
             &[],
         )?;
         let mut out: ServersByGroup = BTreeMap::new();
@@ -1041,7 +1045,9 @@ pub fn label_servers(rows: &mut [PointRow]) {
         r.server_label.clear();
     }
     let mut servers: ServersByGroup = BTreeMap::new();
-    for r in rows.iter() {
+    // A failed point measured nothing: its server names no curve (fresh tester of issue 39
+    // §5, item 3).
+    for r in rows.iter().filter(|r| r.error.is_none()) {
         servers
             .entry(r.group())
             .or_default()

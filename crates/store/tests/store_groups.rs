@@ -473,3 +473,49 @@ fn older_schema_files_are_read_through_a_migrated_copy_without_writing_them() {
         assert_eq!(s.migrated_copy_note(), None);
     }
 }
+
+/// Fresh tester of issue 39 §5, item 3: a failed point (a `bench --db` against a server whose
+/// settings differ, e.g. one without the sim's `/metrics`, in the same batch and workload)
+/// renamed the valid group by the settings its server differs on. A failed point measured
+/// nothing: it takes no part in naming groups; listed with `include_failed`, it is named
+/// apart, and the valid points keep their plain name.
+#[test]
+fn a_failed_point_renames_no_valid_group() {
+    let (mut store, dir, _) = common::sqlite();
+    let root = dir.path().join("results");
+    for c in [1, 4] {
+        point(&root, "b1", c, 1.0, Some(sim("32", "4")));
+    }
+    point(&root, "b1", 16, 1.0, Some(sim("256", "1")));
+    // Its producer failed it (as `bench` fails a point whose server's `/metrics` it could
+    // not read): the point is stored failed, in the same workload.
+    let failed = root.join("b1/conc16/summary.json");
+    let mut s: Value = serde_json::from_slice(&std::fs::read(&failed).unwrap()).unwrap();
+    s["inferbench"]["failed_reason"] = json!("the server's /metrics could not be read");
+    std::fs::write(&failed, serde_json::to_vec(&s).unwrap()).unwrap();
+    store.ingest_path(&root.join("b1"), &opts(&[])).unwrap();
+    let rows = store
+        .points(&Filter::default(), &Default::default())
+        .unwrap();
+    let want: Vec<(String, i64, String)> = [1, 4]
+        .iter()
+        .map(|&c| ("b1".to_string(), c, BASE.to_string()))
+        .collect();
+    assert_eq!(groups(&rows), want);
+    let all = Filter {
+        include_failed: true,
+        ..Filter::default()
+    };
+    let mut rows = store.points(&all, &Default::default()).unwrap();
+    assert!(rows[2].error.is_some(), "{:?}", groups(&rows));
+    let mut listed = want.clone();
+    listed.push((
+        "b1".into(),
+        16,
+        format!("{BASE} · max_num_seqs=256, time_scale=1"),
+    ));
+    assert_eq!(groups(&rows), listed);
+    // The same among the rows themselves.
+    label_servers(&mut rows);
+    assert_eq!(groups(&rows[..2]), want);
+}

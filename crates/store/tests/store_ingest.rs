@@ -1336,3 +1336,47 @@ fn a_sweep_points_records_file_shorter_than_its_summary_fails_the_point() {
         "{warned:?}"
     );
 }
+
+/// Fresh tester of issue 39 §5, item 7: a bench result whose records file holds each request
+/// twice (20 lines, the summary's 20 + 0 failed) was stored complete and the ingest said "20
+/// request record(s)" beside "ignored 1 non-result file(s): req.jsonl". The point is failed
+/// (the file repeats requests), and the records file the result read is not listed as ignored.
+#[test]
+fn a_records_file_repeating_requests_fails_its_point_and_is_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweep-h200/conc4/summary.json");
+    let mut s: serde_json::Value = serde_json::from_slice(&std::fs::read(src).unwrap()).unwrap();
+    s["completed"] = serde_json::json!(20);
+    s["inferbench"]["failed"] = serde_json::json!(0);
+    s["inferbench"]["requests_file"] = serde_json::json!("req.jsonl");
+    std::fs::write(dir.path().join("result.json"), s.to_string()).unwrap();
+    let line = |id: u64| {
+        format!("{{\"request_id\":{id},\"phase\":\"profile\",\"success\":true,\"sent_ns\":0}}\n")
+    };
+    let twice: String = (0..10).map(|i| line(i).repeat(2)).collect();
+    std::fs::write(dir.path().join("req.jsonl"), twice).unwrap();
+    let (mut store, _db, _) = common::sqlite();
+    let r = store
+        .ingest_path(dir.path(), &IngestOptions::default())
+        .unwrap();
+    assert_eq!((r.points, r.failed_points), (1, 1), "{r:?}");
+    assert_eq!(r.incomplete_records_points, 1);
+    assert!(r.ignored.is_empty(), "{:?}", r.ignored);
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(
+        r.warnings[0].contains("repeat 10 request(s) already in it"),
+        "{:?}",
+        r.warnings
+    );
+    let all = Filter {
+        include_failed: true,
+        ..Filter::default()
+    };
+    let rows = store.points(&all, &CostOptions::default()).unwrap();
+    assert!(
+        (rows[0].error.as_deref()).is_some_and(|e| e.contains("its records file is broken")),
+        "{:?}",
+        rows[0].error
+    );
+}

@@ -17,6 +17,21 @@ use inferbench_store::query::{self, PointRow};
 /// there).
 pub const DEFAULT_INTERACTIVITY: f64 = 35.0;
 
+/// The x every view reads when none is asked for (`report`, `plot`, `compare`, the dashboard's
+/// `/api/v1/points`, `/history`, `/tco`, `/compare`): AgentX's North-Star x
+/// ([`query::NORTH_STAR_X`], p90 E2E-normalized interactivity, tok/s/user) when every row of
+/// `rows` (the selection, as the store answered it) is agentic-coding, else median
+/// interactivity (`median_intvty`, tok/s/user). The one rule (fresh tester of issue 39 §5,
+/// item 1: History and TCO read an agentic database along `median_intvty` where `report
+/// --history-at` read the North-Star x).
+pub fn default_x(rows: &[PointRow]) -> &'static str {
+    if !rows.is_empty() && rows.iter().all(|r| r.scenario == query::AGENTIC_SCENARIO) {
+        query::NORTH_STAR_X
+    } else {
+        "median_intvty"
+    }
+}
+
 /// The rows of `rows` that count ([`PointRow::counts`]), cloned, and how many were left out
 /// as invalid.
 pub fn counted(rows: &[PointRow], include_invalid: bool) -> (Vec<PointRow>, usize) {
@@ -44,6 +59,56 @@ pub fn default_at(x: &str, range: Option<(f64, f64)>) -> Option<f64> {
         Some(DEFAULT_INTERACTIVITY)
     } else {
         Some((lo + hi) / 2.0)
+    }
+}
+
+/// Where History and TCO read y: an x given in x's unit, or [`At::Auto`], the view's default
+/// x ([`default_at`] over the counted points). `report --history-at` and the API's `at=` parse
+/// it with the same [`std::str::FromStr`] (fresh tester of issue 39 §5, item 5: the API
+/// offered `at=auto`, the CLI refused it as an invalid float).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum At {
+    /// [`default_at`] over the counted points' x range ([`resolve_at`]).
+    Auto,
+    /// This x, finite, in x's unit.
+    X(f64),
+}
+
+/// What `auto` means, for help texts and errors.
+pub const AUTO_AT_HELP: &str = "`auto` (35 tok/s/user where the counted points' frontiers \
+                                reach it, else the middle of their x range)";
+
+impl std::str::FromStr for At {
+    type Err = String;
+
+    /// `auto`, or a finite number; else an error naming both forms (the caller names the
+    /// value: `--history-at`'s parser, the API's `` `at=VALUE`: ``).
+    fn from_str(s: &str) -> Result<At, String> {
+        let t = s.trim();
+        if t == "auto" {
+            return Ok(At::Auto);
+        }
+        match t.parse::<f64>() {
+            Ok(x) if x.is_finite() => Ok(At::X(x)),
+            _ => Err(format!(
+                "expected a number (the x, in its unit) or {AUTO_AT_HELP}"
+            )),
+        }
+    }
+}
+
+/// The x `at` names over `rows` (x and y metrics, validity as [`counted`]): the given x, or for
+/// [`At::Auto`] [`default_at`] of [`x_range`]; `None` when `auto` finds no frontier.
+pub fn resolve_at(
+    at: At,
+    rows: &[PointRow],
+    x: &str,
+    y: &str,
+    include_invalid: bool,
+) -> Option<f64> {
+    match at {
+        At::X(v) => Some(v),
+        At::Auto => default_at(x, x_range(rows, x, y, include_invalid)),
     }
 }
 
@@ -537,15 +602,19 @@ pub struct Comparison {
     pub targets: Vec<f64>,
     /// One row per target ([`compare::compare`]); empty when `refused`.
     pub rows: Vec<CompareRow>,
-    /// Why the sides are not compared ([`compare::pooled_servers`]): a side whose batches come
-    /// from servers with different settings (not repeats of one configuration). Both
-    /// `inferbench compare` (an error) and `/api/v1/compare` (400) answer with it.
+    /// Why the sides are not compared, the one check of both `inferbench compare` (an error)
+    /// and `/api/v1/compare` (400): with points on both sides, a side that pools workloads
+    /// or two sides of different workloads not named in their filters
+    /// ([`compare::pooled_workloads`]), then a side whose batches come from servers with
+    /// different settings, not repeats of one configuration ([`compare::pooled_servers`]).
     pub refused: Option<String>,
 }
 
 /// Compares sides `a` and `b` (the store's rows of each, selected by the filters `specs`) at
-/// `at` (or the default targets). A side's batches are its repeats only when they share the
-/// server's settings: a side that pools servers is [`Comparison::refused`] (no rows).
+/// `at` (or the default targets). A side is one workload on one server (its batches are its
+/// repeats only when they share the server's settings): a side that pools workloads or servers
+/// is [`Comparison::refused`] (no rows), in the words of the first check that fails; `how`
+/// is how the caller's filters are written, for the advice in that reason.
 pub fn compare_sides(
     (a, b): (Vec<PointRow>, Vec<PointRow>),
     specs: (&str, &str),
@@ -553,10 +622,15 @@ pub fn compare_sides(
     y: &str,
     at: &[f64],
     include_invalid: bool,
+    how: compare::FilterSyntax,
 ) -> Comparison {
     let (a, a_invalid) = compare::keep_valid(a, include_invalid);
     let (b, b_invalid) = compare::keep_valid(b, include_invalid);
-    let refused = compare::pooled_servers("A", specs.0, &a)
+    let workloads = (!a.is_empty() && !b.is_empty())
+        .then(|| compare::pooled_workloads(&a, &b, specs.0, specs.1, how))
+        .flatten();
+    let refused = workloads
+        .or_else(|| compare::pooled_servers("A", specs.0, &a))
         .or_else(|| compare::pooled_servers("B", specs.1, &b));
     if refused.is_some() {
         return Comparison {
@@ -688,6 +762,7 @@ mod tests {
             "tput_per_gpu",
             &[30.0],
             false,
+            compare::FilterSyntax::Cli,
         );
         assert_eq!((c.rows[0].n_a, c.a_invalid), (0, 1));
 
@@ -773,6 +848,7 @@ mod tests {
             y,
             &[],
             false,
+            compare::FilterSyntax::Cli,
         );
         assert_eq!(
             c.refused.as_deref(),
@@ -786,16 +862,77 @@ mod tests {
         );
         assert!(c.rows.is_empty() && c.targets.is_empty());
         // B pooling is said as B's.
-        let c = compare_sides((b.clone(), a.clone()), ("", "hw=h100"), x, y, &[], false);
+        let c = compare_sides(
+            (b.clone(), a.clone()),
+            ("", "hw=h100"),
+            x,
+            y,
+            &[],
+            false,
+            compare::FilterSyntax::Cli,
+        );
         assert!(c
             .refused
             .unwrap()
             .starts_with("side B (hw=h100) pools batches from 2"));
         // One server per side (its two batches are repeats): compared.
         let one: Vec<PointRow> = a.into_iter().filter(|r| r.batch != "runs/s8").collect();
-        let c = compare_sides((one, b), ("", ""), x, y, &[60.0], false);
+        let c = compare_sides(
+            (one, b),
+            ("", ""),
+            x,
+            y,
+            &[60.0],
+            false,
+            compare::FilterSyntax::Cli,
+        );
         assert_eq!(c.refused, None);
         assert_eq!((c.rows[0].n_a, c.rows[0].n_b), (2, 1));
+    }
+
+    /// Fresh tester of issue 39 §5, item 6: a side pooling two workloads on two servers was
+    /// "pools 2 workloads" in `inferbench compare` and "pools batches from 2 servers" in the
+    /// API, each caller checking in its own order. One check here: workloads first, then
+    /// servers, in the caller's filter syntax.
+    #[test]
+    fn a_side_pooling_workloads_and_servers_is_refused_by_one_check() {
+        let mut a = batch_of("runs/a");
+        let mut other = batch_of("runs/a2");
+        for r in &mut other {
+            r.isl = 8192;
+            r.server_fingerprint = "00000000000000ff".into();
+        }
+        a.extend(other);
+        let b = batch_of("runs/b");
+        let (x, y) = ("median_intvty", "tput_per_gpu");
+        let refused = |how| {
+            compare_sides(
+                (a.clone(), b.clone()),
+                ("precision=bf16", "precision=fp8"),
+                x,
+                y,
+                &[],
+                false,
+                how,
+            )
+            .refused
+        };
+        assert_eq!(
+            refused(compare::FilterSyntax::Cli).as_deref(),
+            Some(
+                "side A (precision=bf16) pools points of 2 workloads (llama3.1-8b 1024/1024, \
+                 llama3.1-8b 8192/1024): compare one, e.g. `-f model=… -f isl=… -f osl=…` or \
+                 `-f scenario=…`"
+            )
+        );
+        assert_eq!(
+            refused(compare::FilterSyntax::Query).as_deref(),
+            Some(
+                "side A (precision=bf16) pools points of 2 workloads (llama3.1-8b 1024/1024, \
+                 llama3.1-8b 8192/1024): compare one, e.g. `&model=…&isl=…&osl=…` or \
+                 `&scenario=…`"
+            )
+        );
     }
 
     /// [`batch`]'s points under another batch name.

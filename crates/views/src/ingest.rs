@@ -46,7 +46,8 @@ impl IngestText for IngestReport {
         let incomplete = match self.incomplete_records_points {
             0 => String::new(),
             n => format!(
-                "; {n} point(s) with an incomplete records file, failed (see the warning{})",
+                "; {n} point(s) with an incomplete or broken records file, failed (see the \
+                 warning{})",
                 if n == 1 { "" } else { "s" }
             ),
         };
@@ -329,15 +330,15 @@ mod tests {
         assert_eq!(
             first(&r),
             "ingested 1 point(s) from 1 source(s) (result directories or files) in 1 \
-             batch(es), no request records; 1 point(s) with an incomplete records file, failed \
-             (see the warning)"
+             batch(es), no request records; 1 point(s) with an incomplete or broken records \
+             file, failed (see the warning)"
         );
         r.requests = 1898;
         assert_eq!(
             first(&r),
             "ingested 1 point(s) from 1 source(s) (result directories or files) in 1 \
              batch(es), 1898 request record(s) (warmups included); 1 point(s) with an \
-             incomplete records file, failed (see the warning)"
+             incomplete or broken records file, failed (see the warning)"
         );
     }
 

@@ -316,7 +316,48 @@ pub fn check_metric(flag: &str, name: &str, rows: &[PointRow]) -> anyhow::Result
 
 /// Checks a `--columns` entry: one of [`ROW_COLUMNS`] or a metric ([`check_metric`]).
 pub fn check_column(name: &str, rows: &[PointRow]) -> anyhow::Result<()> {
-    check_name("--columns", name, rows, ROW_COLUMNS)
+    check_column_as("--columns", name, rows)
+}
+
+/// [`check_column`] with the option named as the caller writes it (`--columns`, the API's
+/// `` `columns=` ``); [`ALL_COLUMNS`] is known.
+pub fn check_column_as(flag: &str, name: &str, rows: &[PointRow]) -> anyhow::Result<()> {
+    if name == ALL_COLUMNS {
+        return Ok(());
+    }
+    check_name(flag, name, rows, ROW_COLUMNS)
+}
+
+/// The column list that stands for [`all_columns`]: `report --columns all`,
+/// `/api/v1/points.csv?columns=all`.
+pub const ALL_COLUMNS: &str = "all";
+
+/// Every column of `rows`: [`default_columns`] (x = `x`), then every other metric any row
+/// holds (stored and derived: latency statistics, server figures, costs, tokens per $1, power),
+/// by name.
+pub fn all_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
+    let mut cols = default_columns(rows, x);
+    let mut rest: Vec<&String> = (rows.iter())
+        .flat_map(|r| r.metrics.keys())
+        .filter(|k| !cols.contains(k))
+        .collect();
+    rest.sort();
+    rest.dedup();
+    cols.extend(rest.into_iter().cloned());
+    cols
+}
+
+/// The columns `report` (`--columns`) and `/api/v1/points.csv` (`columns=`) print for the
+/// columns asked for: [`default_columns`] when none is, [`all_columns`] for `all`, else those
+/// named, in their order (each checked by the caller, [`check_column_as`]). The one rule of
+/// both (fresh tester of issue 39 §5, item 4: the CSV export added ~240 metric columns
+/// `report --format csv` did not have).
+pub fn chosen_columns(rows: &[PointRow], x: Option<&str>, asked: &[String]) -> Vec<String> {
+    match asked {
+        [] => default_columns(rows, x),
+        [one] if one == ALL_COLUMNS => all_columns(rows, x),
+        _ => asked.to_vec(),
+    }
 }
 
 /// [`check_metric`] with `also` (identity columns) known too; the error suggests the closest

@@ -211,6 +211,9 @@ async function refresh(push) {
     if (!st.at && res.at !== null) $("at").value = String(res.at);
     atSlider(res, refresh);
     draw(res);
+    // The x the answer read along (the API's one default: AgentX's North-Star x for an
+    // all-agentic selection), not the select's empty "default".
+    replay.x = res.x || "";
     setFrames(res.frames || []);
     const n = res.groups.filter(g => g.points.length).length;
     const r = res.groups.filter(g => g.latest_regression).length;
@@ -249,7 +252,7 @@ function leftOut(res) {
 // The replay over time (issue 42): the API's `frames` (each date's frontiers, computed by the
 // analysis layer), one drawn at a time on an SVG; play steps through them, the slider picks
 // one, `replay=DATE` in the URL keeps it.
-const replay = { frames: [], i: 0, timer: null, wanted: "" };
+const replay = { frames: [], i: 0, timer: null, wanted: "", x: "" };
 const SVG = "http://www.w3.org/2000/svg";
 
 function svgEl(name, attrs) {
@@ -296,7 +299,7 @@ function drawFrame() {
   };
   text(L, H - B + 14, num(x0), "start");
   text(W - R, H - B + 14, num(x1), "end");
-  text((L + W - R) / 2, H - 4, metricLabel(options, $("x").value || "median_intvty"), "middle");
+  text((L + W - R) / 2, H - 4, metricLabel(options, replay.x || $("x").value || "median_intvty"), "middle");
   text(L - 4, T + 10, num(y1), "end");
   text(L - 4, H - B, "0", "end");
   const colours = groupColours(replay.frames.flatMap(fr => fr.groups.map(g => g.name)));

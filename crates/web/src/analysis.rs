@@ -36,39 +36,41 @@ fn side(name: &str, spec: &str, common: &Filter) -> Result<Filter, ApiError> {
     Ok(f)
 }
 
-/// The required `at` parameter (a number, or `auto`: the view's default x,
-/// [`inferbench_views::analysis::default_at`], `None` here), removed from `pairs`; `what` says
-/// in the 400 what the x is for.
-fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<Option<f64>, ApiError> {
+/// The required `at` parameter ([`inferbench_views::analysis::At`], parsed as `report
+/// --history-at` parses it: a number or `auto`), removed from `pairs`; `what` says in the 400
+/// what the x is for.
+fn required_at(
+    pairs: &mut Vec<(String, String)>,
+    what: &str,
+) -> Result<inferbench_views::analysis::At, ApiError> {
+    use inferbench_views::analysis::AUTO_AT_HELP;
     match take(pairs, "at") {
-        Some(v) if v.trim() == "auto" => Ok(None),
-        Some(v) => number("at", &v).map(Some),
+        Some(v) => v
+            .parse()
+            .map_err(|e: String| ApiError::bad_request(format!("`at={v}`: {e}"))),
         None => Err(ApiError::bad_request(format!(
-            "`at` is required: the x (e.g. interactivity in tok/s/user) {what}, or `auto` (35 \
-             tok/s/user where the valid points reach it, else the middle of their x range)"
+            "`at` is required: the x (e.g. interactivity in tok/s/user) {what}, or {AUTO_AT_HELP}"
         ))),
     }
 }
 
-/// `at` as asked, or for `auto` the default x over the counted points of `rows`; NaN (`null`
-/// in JSON, no value anywhere) when `auto` finds no frontier.
+/// `at` as asked, or for `auto` the default x over the counted points of `rows`
+/// ([`inferbench_views::analysis::resolve_at`], as `report --history-at auto`); NaN (`null` in
+/// JSON, no value anywhere) when `auto` finds no frontier.
 fn resolve_at(
-    at: Option<f64>,
+    at: inferbench_views::analysis::At,
     rows: &[inferbench_store::PointRow],
     x: &str,
     y: &str,
     include_invalid: bool,
 ) -> f64 {
-    use inferbench_views::analysis::{default_at, x_range};
-    at.or_else(|| default_at(x, x_range(rows, x, y, include_invalid)))
-        .unwrap_or(f64::NAN)
+    inferbench_views::analysis::resolve_at(at, rows, x, y, include_invalid).unwrap_or(f64::NAN)
 }
 
 /// The points the common parameters select (filters, `x`, `y`, cost), with the x (default
 /// median interactivity) and y they name, and a note on the filters when nothing matched.
 async fn selected(state: &AppState, pairs: &[(String, String)]) -> Result<Selected, ApiError> {
     let q = parse_points_query(pairs)?;
-    let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
     let include_invalid = q.filter.include_invalid;
     let (f, cost, specs) = (q.filter, q.cost, q.filter_specs);
     let (rows, hints) = state
@@ -82,6 +84,9 @@ async fn selected(state: &AppState, pairs: &[(String, String)]) -> Result<Select
             Ok((rows, hints))
         })
         .await?;
+    // The x `report` reads when none is given: the one rule (North-Star x for an all-agentic
+    // selection).
+    let x = (q.x.clone()).unwrap_or_else(|| inferbench_views::analysis::default_x(&rows).into());
     Ok(Selected {
         rows,
         x,
@@ -151,7 +156,6 @@ pub async fn compare(
     };
     let q = parse_points_query(&pairs)?;
     let (fa, fb) = (side("a", &a, &q.filter)?, side("b", &b, &q.filter)?);
-    let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
     let y = q.y.clone();
     let cost = q.cost;
     let include_invalid = q.filter.include_invalid;
@@ -179,19 +183,27 @@ pub async fn compare(
     // The one analysis `inferbench compare` runs (issue 39): invalid points do not count
     // unless asked (trial 24: the API compared three targets where the CLI found no valid
     // point).
-    let c =
-        inferbench_views::analysis::compare_sides((ra, rb), (&a, &b), &x, &y, &at, include_invalid);
-    // A side whose batches come from different servers: not repeats (issue 39 §5), refused
-    // as `inferbench compare` refuses it.
+    // The x `inferbench compare` reads when none is given (the one rule).
+    let x = (q.x.clone()).unwrap_or_else(|| {
+        let both: Vec<inferbench_store::PointRow> = ra.iter().chain(&rb).cloned().collect();
+        inferbench_views::analysis::default_x(&both).into()
+    });
+    let c = inferbench_views::analysis::compare_sides(
+        (ra, rb),
+        (&a, &b),
+        &x,
+        &y,
+        &at,
+        include_invalid,
+        compare::FilterSyntax::Query,
+    );
+    // A side that pools workloads or servers: refused as `inferbench compare` refuses it, by
+    // the one check (a side that matches nothing is the answer's note, before any pooling).
     if let Some(why) = c.refused {
         return Err(ApiError::bad_request(why));
     }
     let (ra, rb, a_invalid, b_invalid, targets) = (c.a, c.b, c.a_invalid, c.b_invalid, c.targets);
-    // A side that matches nothing is the answer's note, before any pooling of the other.
     let pooled = || compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query);
-    if let Some(why) = (!ra.is_empty() && !rb.is_empty()).then(pooled).flatten() {
-        return Err(ApiError::bad_request(why));
-    }
     let rows = c.rows;
     let sides = [
         ("A", &a, ra.len(), a_invalid),

@@ -346,8 +346,9 @@ fn select(
 /// ([`is_input_metric`]: InferenceX draws input throughput, cost per input token and input
 /// tok/s/MW against TTFT, its chart definitions' `i_xmetric`); median interactivity otherwise.
 pub fn chart_x(y: &str, rows: &[PointRow]) -> &'static str {
-    if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
-        NORTH_STAR_X
+    let x = inferbench_views::analysis::default_x(rows);
+    if x == NORTH_STAR_X {
+        x
     } else if is_input_metric(y) {
         INPUT_X
     } else {
@@ -638,35 +639,41 @@ impl<'a> PointsAnswer<'a> {
     }
 }
 
-/// The CSV export's columns: `report`'s default columns, then every other metric any row holds
-/// (stored and derived: latency statistics, server figures, costs, tokens per $1, power), by
-/// name.
-pub fn csv_columns(rows: &[PointRow], x: &str) -> Vec<String> {
-    let mut cols = inferbench_views::report::default_columns(rows, Some(x));
-    let mut rest: Vec<&String> = rows
-        .iter()
-        .flat_map(|r| r.metrics.keys())
-        .filter(|k| !cols.contains(k))
-        .collect();
-    rest.sort();
-    rest.dedup();
-    cols.extend(rest.into_iter().cloned());
-    cols
-}
-
-/// `GET /api/v1/points.csv`: the selected rows as `inferbench report --format csv` prints them
-/// with the same filters (full precision), as a download: its default columns, then every
-/// other stored and derived metric ([`csv_columns`]).
+/// `GET /api/v1/points.csv[?columns=C1,C2…|all]&…`: the selected rows as `inferbench report
+/// --format csv` prints them with the same filters (full precision), as a download: `report`'s
+/// default columns, or those `columns=` names as `report --columns` takes them (any stored or
+/// derived metric and the identity columns; `all`: the default columns then every metric a
+/// selected point holds), one rule for both ([`inferbench_views::report::chosen_columns`]). An
+/// unknown column is a 400 naming it.
 pub async fn points_csv(
     State(state): State<AppState>,
-    Query(pairs): Query<Vec<(String, String)>>,
+    Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
+    let asked: Vec<String> = match pairs.iter().rposition(|(k, _)| k == "columns") {
+        Some(i) => {
+            let v = pairs.remove(i).1;
+            if pairs.iter().any(|(k, _)| k == "columns") {
+                return Err(ApiError::bad_request(
+                    "`columns`: given more than once (one comma-separated list)",
+                ));
+            }
+            (v.split(','))
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect()
+        }
+        None => Vec::new(),
+    };
     let mut q = parse_points_query(&pairs)?;
     q.filter.all_metrics = true;
     let (rows, x, _) = state
         .with_store(move |s| select(s, &q, false, false))
         .await?;
-    let cols = csv_columns(&rows, &x);
+    for c in &asked {
+        inferbench_views::report::check_column_as("`columns`:", c, &rows)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    }
+    let cols = inferbench_views::report::chosen_columns(&rows, Some(&x), &asked);
     let body =
         inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Csv);
     Ok((
@@ -773,9 +780,15 @@ async fn chart(
     let (bytes, _) = state
         .with_store(move |s| {
             let (rows, x, _) = select(s, &q, true, true)?;
+            // The stored batch names too, as every answer's text ([`crate::redact::Batches`]).
+            let batches = if redacted {
+                crate::redact::Batches::of(s).map_err(|e| ApiError::internal(e.to_string()))?
+            } else {
+                crate::redact::Batches::default()
+            };
             let shown = |t: &str| {
                 if redacted {
-                    crate::redact::text(t)
+                    batches.text(t)
                 } else {
                     t.to_string()
                 }
@@ -965,11 +978,7 @@ pub async fn run(
     let (mut rows, mut batch) = rows;
     // An agentic batch's frontier runs over AgentX's North-Star x, as on the Inference page
     // (trial 26: the Run page showed median interactivity for agentic points).
-    let x = if !batch.is_empty() && batch.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
-        NORTH_STAR_X
-    } else {
-        "median_intvty"
-    };
+    let x = inferbench_views::analysis::default_x(&batch);
     // Invalid points never on it, as on every frontier (issue 39). The run's points are marked
     // as their batch marks them (trial of issue 39 §5: a run's point was on the frontier of
     // the run's own points and off the batch's in the same answer); one outside the batch

@@ -271,9 +271,9 @@ pub fn router(state: AppState) -> Router {
         .fold(r, |r, route| r.route(route.path, api_handler(route.path)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state);
+        .with_state(state.clone());
     if redacted {
-        r.layer(axum::middleware::from_fn(redact::layer))
+        r.layer(axum::middleware::from_fn_with_state(state, redact::layer))
     } else {
         r
     }

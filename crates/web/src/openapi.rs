@@ -171,6 +171,12 @@ const POINTS: &[Param] = &[q(
     "`all`: every stored and derived metric of each point; `none` (default)",
 )];
 
+const COLUMNS: &[Param] = &[q(
+    "columns",
+    "string",
+    "comma-separated columns as `report --columns` takes them; `all`: the default ones then every metric; default: report's default columns",
+)];
+
 const AT: &[Param] = &[required(
     "at",
     "string",
@@ -276,8 +282,8 @@ pub const API_ROUTES: &[ApiRoute] = &[
     },
     ApiRoute {
         path: "/api/v1/points.csv",
-        summary: "the selected points as CSV: report's default columns, then every stored and derived metric",
-        params: &[FILTERS, CHART],
+        summary: "the selected points as CSV, as `report --format csv` prints them: its default columns, or those `columns` names",
+        params: &[FILTERS, CHART, COLUMNS],
         media: "text/csv",
     },
     ApiRoute {

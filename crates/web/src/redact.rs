@@ -100,6 +100,78 @@ fn token(t: &str) -> String {
     format!("{}{}{}", &t[..i], path(&body[..end]), &body[end..])
 }
 
+/// The stored batches as free text may name them (fresh tester of issue 39 §5, item 2: notes
+/// and errors said "stored: …, results/b1" and "(batch results/b1)", relative labels that
+/// [`text`]'s path rule does not see), each with its shown form ([`batch`]): every stored
+/// batch holding a `/`, and its label as tables show it
+/// ([`inferbench_core::text::batch_label`]). [`layer`] reads them from the store for every
+/// answer it rewrites, so every string the API returns, notes and errors included, is
+/// redacted at the one place answers are serialized.
+#[derive(Debug, Clone, Default)]
+pub struct Batches {
+    /// (as written, shown), longest first.
+    names: Vec<(String, String)>,
+}
+
+impl Batches {
+    /// The names of `stored` (the stored batches, as the store holds them) to hide.
+    pub fn new(stored: impl IntoIterator<Item = String>) -> Batches {
+        let mut names: Vec<(String, String)> = Vec::new();
+        for b in stored.into_iter().filter(|b| batch(b) != *b) {
+            let shown = batch(&b);
+            let label = inferbench_core::text::batch_label(&b);
+            for n in [b.clone(), label] {
+                if n.contains('/') && !names.iter().any(|(k, _)| *k == n) {
+                    names.push((n, shown.clone()));
+                }
+            }
+        }
+        names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        Batches { names }
+    }
+
+    /// Every stored batch of `store` ([`inferbench_store::Store::dimension_values`]'s `batch`).
+    ///
+    /// # Errors
+    /// The store's, when it cannot be read.
+    pub fn of(
+        store: &mut inferbench_store::Store,
+    ) -> Result<Batches, inferbench_store::StoreError> {
+        let mut dims = store.dimension_values()?;
+        Ok(Batches::new(dims.remove("batch").unwrap_or_default()))
+    }
+
+    /// `s` with each stored batch name (whole, not part of a longer name: not followed by a
+    /// letter, digit, `_` or `-`, nor preceded by one) as its shown form, then [`text`].
+    pub fn text(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        for (name, shown) in &self.names {
+            if !out.contains(name.as_str()) {
+                continue;
+            }
+            let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+            let mut done = String::with_capacity(out.len());
+            let mut rest = out.as_str();
+            while let Some(i) = rest.find(name.as_str()) {
+                let before = (rest[..i].chars().last()).or_else(|| done.chars().last());
+                let after = rest[i + name.len()..].chars().next();
+                if before.is_some_and(word) || after.is_some_and(word) {
+                    let step = i + name.len();
+                    done.push_str(&rest[..step]);
+                    rest = &rest[step..];
+                    continue;
+                }
+                done.push_str(&rest[..i]);
+                done.push_str(shown);
+                rest = &rest[i + name.len()..];
+            }
+            done.push_str(rest);
+            out = done;
+        }
+        text(&out)
+    }
+}
+
 /// `s` with each absolute path and URL host rewritten (whitespace kept as it is).
 pub fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -146,8 +218,14 @@ fn path_key(key: &str) -> bool {
 /// `v` redacted in place: strings through [`text`], host-naming keys' values replaced, a
 /// path-naming key's value with a `/` as one path, a `batch_label` as its sibling `batch`.
 pub fn json(v: &mut Value) {
+    json_with(v, &Batches::default());
+}
+
+/// [`json`], free text also through `batches` ([`Batches::text`]).
+pub fn json_with(v: &mut Value, batches: &Batches) {
+    let json = |v: &mut Value| json_with(v, batches);
     match v {
-        Value::String(s) => *s = text(s),
+        Value::String(s) => *s = batches.text(s),
         Value::Array(a) => a.iter_mut().for_each(json),
         Value::Object(o) => {
             // The label a batch is shown by: its batch's redaction, so the two agree.
@@ -176,15 +254,30 @@ pub fn json(v: &mut Value) {
 /// A CSV document with each field through [`text`] (fields split at commas, which our CSV
 /// quotes only in free text).
 pub fn csv(s: &str) -> String {
+    csv_with(s, &Batches::default())
+}
+
+/// [`csv`], each field also through `batches` ([`Batches::text`]).
+pub fn csv_with(s: &str, batches: &Batches) -> String {
     s.split('\n')
-        .map(|line| line.split(',').map(text).collect::<Vec<_>>().join(","))
+        .map(|line| {
+            (line.split(','))
+                .map(|f| batches.text(f))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-/// The middleware of `serve --redact`: JSON and CSV answers rewritten, a run's kept files
-/// refused (403, saying why); other answers (pages, scripts) as they are.
-pub async fn layer(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+/// The middleware of `serve --redact`: JSON and CSV answers rewritten (every string, with the
+/// store's batch names, [`Batches`]), a run's kept files refused (403, saying why); other
+/// answers (pages, scripts) as they are.
+pub async fn layer(
+    axum::extract::State(state): axum::extract::State<crate::AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
     let artifact = req.uri().path().contains("/artifacts/");
     if artifact {
         return crate::api::ApiError {
@@ -205,6 +298,14 @@ pub async fn layer(req: axum::extract::Request, next: axum::middleware::Next) ->
     if !is_json && !is_csv {
         return res;
     }
+    let batches = match state
+        .with_store(|s| Batches::of(s).map_err(|e| crate::api::ApiError::internal(e.to_string())))
+        .await
+    {
+        Ok(b) => b,
+        // Never an answer unredacted: the store's names unknown, no answer.
+        Err(e) => return e.into_response(),
+    };
     let (mut parts, body) = res.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
         return crate::api::ApiError::internal("answer too large to redact").into_response();
@@ -212,13 +313,13 @@ pub async fn layer(req: axum::extract::Request, next: axum::middleware::Next) ->
     let out = if is_json {
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(mut v) => {
-                json(&mut v);
+                json_with(&mut v, &batches);
                 serde_json::to_vec(&v).unwrap_or_default()
             }
             Err(_) => return crate::api::ApiError::internal("answer not JSON").into_response(),
         }
     } else {
-        csv(&String::from_utf8_lossy(&bytes)).into_bytes()
+        csv_with(&String::from_utf8_lossy(&bytes), &batches).into_bytes()
     };
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(out))
@@ -279,5 +380,36 @@ mod tests {
             csv("batch,conc\n/home/ann/s/h200,4\n"),
             "batch,conc\n(path 77d32339),4\n"
         );
+    }
+
+    /// Fresh tester of issue 39 §5, item 2: a stored batch named in free text (a relative
+    /// path, or its label as tables show it) is its shown form, whole names only; plain
+    /// labels stay.
+    #[test]
+    fn stored_batch_names_in_free_text_are_hidden() {
+        let b = Batches::new([
+            "/tmp/x/results/b1".to_string(),
+            "results/b2".into(),
+            "plain".into(),
+        ]);
+        let (b1, b2) = (batch("/tmp/x/results/b1"), batch("results/b2"));
+        assert_eq!(
+            b.text("no stored point has batch=b1 (stored: plain, results/b1, results/b2)"),
+            format!("no stored point has batch=b1 (stored: plain, {b1}, {b2})")
+        );
+        assert_eq!(b.text("(batch results/b1)"), format!("(batch {b1})"));
+        assert_eq!(b.text("at /tmp/x/results/b1."), format!("at {b1}."));
+        // Not part of a longer name.
+        assert_eq!(
+            b.text("myresults/b10 results/b1x"),
+            "myresults/b10 results/b1x"
+        );
+        let mut v = j!({"note": "batch results/b2 only", "error": ["in results/b1"]});
+        json_with(&mut v, &b);
+        assert_eq!(
+            v,
+            j!({"note": format!("batch {b2} only"), "error": [format!("in {b1}")]})
+        );
+        assert_eq!(csv_with("note\nresults/b2", &b), format!("note\n{b2}"));
     }
 }

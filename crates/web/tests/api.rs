@@ -366,7 +366,7 @@ async fn achieved_osl_is_served_with_a_points_metrics() {
         .map(|p| &p["y"])
         .collect();
     assert_eq!(ys, [&json!(980.0), &json!(980.0)], "{v}");
-    let (_, _, csv) = get(&db, "/api/v1/points.csv").await;
+    let (_, _, csv) = get(&db, "/api/v1/points.csv?columns=all").await;
     let csv = String::from_utf8(csv).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     for c in ["mean_achieved_osl", "p90_achieved_osl"] {
@@ -374,12 +374,38 @@ async fn achieved_osl_is_served_with_a_points_metrics() {
     }
 }
 
+/// The CSV export is `report --format csv`'s: its default columns by default (fresh tester of
+/// issue 39 §5, item 4: ~240 more metric columns than `report` printed); `columns=all` adds
+/// every other stored and derived metric by name (issue 42's whole export); `columns=` names
+/// columns as `--columns` does, an unknown one a 400 naming it.
 #[tokio::test]
 async fn csv_export_is_reports_csv() {
     let (_d, db) = seeded();
     let (s, h, body) = get(&db, "/api/v1/points.csv?hw=h200").await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(h["content-type"], "text/csv; charset=utf-8");
+    let csv = String::from_utf8(body).unwrap();
+    assert_eq!(
+        csv.lines().next().unwrap(),
+        "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,\
+         tput_per_gpu,output_tput_per_gpu,median_intvty,p99_ttft,median_e2el,\
+         usd_per_m_rental,tok_s_per_mw,frontier"
+    );
+    assert_eq!(csv.lines().count(), 3);
+    let (s, _, body) = get(&db, "/api/v1/points.csv?hw=h200&columns=conc,p90_ttft").await;
+    assert_eq!(s, StatusCode::OK);
+    let csv = String::from_utf8(body).unwrap();
+    assert_eq!(csv.lines().next().unwrap(), "conc,p90_ttft");
+    let (s, _, body) = get(&db, "/api/v1/points.csv?columns=p90_ttfx").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        (v["error"].as_str().unwrap())
+            .starts_with("`columns`: p90_ttfx: unknown metric (did you mean"),
+        "{v}"
+    );
+    let (s, _, body) = get(&db, "/api/v1/points.csv?hw=h200&columns=all").await;
+    assert_eq!(s, StatusCode::OK);
     let csv = String::from_utf8(body).unwrap();
     let mut lines = csv.lines();
     let header = lines.next().unwrap();
@@ -1676,6 +1702,7 @@ fn records_blob(
         n_records: records.len() as i64,
         n_profile: records.len() as i64,
         n_failed: 0,
+        file: None,
     }
 }
 
@@ -1900,4 +1927,71 @@ async fn clip_drops_what_inferencex_clips_before_the_frontier() {
     let (s, v) = get_json(&db, &format!("{base}&clip=maybe")).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(v["error"], json!("`clip=maybe`: expected true or false"));
+}
+
+/// Fresh tester of issue 39 §5, item 2: under `serve --redact`, notes and errors named stored
+/// batches by their relative labels (`no stored point has batch=b1 (stored: …, results/b1,
+/// results/b2)`, `… (batch results/b1)`) where every other field showed `(path H)`. Every
+/// string of every answer is redacted at the one place answers are serialized: each route's
+/// note or error below names no batch but by its shown form.
+#[tokio::test]
+async fn redacted_notes_and_errors_name_no_stored_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("web.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    // Two batches of one configuration on two servers (their `--set` settings differ).
+    let again = dir.path().join("again");
+    common::copy_tree_replacing(
+        &fixtures(),
+        &again,
+        &[("\"burstiness\": 1.0", "\"burstiness\": 1.00")],
+    );
+    for (batch, seqs, from) in [("results/b1", "8", fixtures()), ("results/b2", "16", again)] {
+        let mut o = IngestOptions::from_set(&[format!("max_num_seqs={seqs}")]).unwrap();
+        o.batch = Some(batch.into());
+        assert_eq!(s.ingest_path(&from, &o).unwrap().points, 2);
+    }
+    drop(s);
+    let fetch = |uri: &'static str| {
+        let app = router(AppState::new(Store::open_read_only(&db).unwrap()).redacted(true));
+        async move {
+            let res = app
+                .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            let status = res.status();
+            let b = res.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8(b.to_vec()).unwrap())
+        }
+    };
+    let (b1, b2) = (
+        inferbench_web::redact::batch("results/b1"),
+        inferbench_web::redact::batch("results/b2"),
+    );
+    // A note (200) or an error (400) per route, each naming the stored batches.
+    for (uri, status, said) in [
+        ("/api/v1/points?batch=b1", StatusCode::OK, "stored:"),
+        ("/api/v1/history?at=30&batch=b1", StatusCode::OK, "stored:"),
+        ("/api/v1/tco?at=30&batch=b1", StatusCode::OK, "stored:"),
+        (
+            "/api/v1/compare?a=batch%3Db1&b=batch%3Db2",
+            StatusCode::OK,
+            "stored:",
+        ),
+        (
+            "/api/v1/compare?a=hw%3Dh200&b=hw%3Dh200",
+            StatusCode::BAD_REQUEST,
+            "pools batches from 2 servers",
+        ),
+        ("/api/v1/points.csv?batch=b1", StatusCode::OK, ""),
+    ] {
+        let (s, body) = fetch(uri).await;
+        assert_eq!(s, status, "{uri}: {body}");
+        assert!(body.contains(said), "{uri}: {body}");
+        assert!(!body.contains("results/b"), "{uri}: {body}");
+        if !said.is_empty() {
+            assert!(body.contains(&b1) && body.contains(&b2), "{uri}: {body}");
+        }
+    }
 }

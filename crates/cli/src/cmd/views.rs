@@ -66,7 +66,8 @@ pub struct ReportFlags {
     pub y: String,
     /// Comma-separated columns (default: identity, conc, date and headline metrics). Any stored
     /// metric name, or a derived one: usd_per_m_{hyperscaler,neocloud,rental,custom}[_input|_output],
-    /// tok_s_per_mw[_input|_output], j_per_token[_input|_output].
+    /// tok_s_per_mw[_input|_output], j_per_token[_input|_output]; `all`: the default columns,
+    /// then every metric a selected point holds (as the dashboard's `points.csv?columns=all`).
     #[arg(long, value_delimiter = ',')]
     pub columns: Vec<String>,
     /// Output format.
@@ -88,9 +89,10 @@ pub struct ReportFlags {
     pub include_invalid: bool,
     /// Instead of points: the history of y at this x per group (one value per batch), with a
     /// regression flag. y is interpolated along each frontier with InferenceX's monotone curve,
-    /// as `compare --at` does.
-    #[arg(long, value_name = "X")]
-    pub history_at: Option<f64>,
+    /// as `compare --at` does. `auto`: 35 tok/s/user where the counted points' frontiers reach
+    /// it, else the middle of their x range (the dashboard's `at=auto`, the same rule).
+    #[arg(long, value_name = "X|auto")]
+    pub history_at: Option<inferbench_views::analysis::At>,
     /// History: relative drop (or rise, for lower-is-better y) that counts as a regression.
     #[arg(long, default_value_t = 0.05)]
     pub regression_threshold: f64,
@@ -179,19 +181,14 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     if args.x.is_none() {
         // AgentX points plot against p90 E2E-normalized interactivity (North-Star x).
         let rows = store.points(&f, &CostOptions::default())?;
-        let agentic =
-            !rows.is_empty() && rows.iter().all(|r| r.scenario == query::AGENTIC_SCENARIO);
-        args.x = Some(if agentic {
-            query::NORTH_STAR_X.to_string()
-        } else {
-            "median_intvty".to_string()
-        });
+        args.x = Some(inferbench_views::analysis::default_x(&rows).to_string());
     }
     let x = args.x.clone().unwrap_or_default();
     // Columns beyond the stored hot metrics and derived ones need the full metrics JSON.
     let known: Vec<String> = inferbench_store::query::derived_names();
     f.all_metrics = args.columns.iter().any(|c| {
-        c.contains('.')
+        c == report::ALL_COLUMNS
+            || c.contains('.')
             || (c.contains('_')
                 && !inferbench_store::schema::POINT_METRICS.contains(&c.as_str())
                 && !known.contains(c)
@@ -204,9 +201,11 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         kw_per_gpu: args.gpu_kw,
     };
     // A name neither a column nor a metric inferbench defines must be stored with a point.
-    let mut names = [x.as_str(), args.y.as_str()]
-        .into_iter()
-        .chain(args.columns.iter().map(String::as_str));
+    let mut names = [x.as_str(), args.y.as_str()].into_iter().chain(
+        (args.columns.iter())
+            .map(String::as_str)
+            .filter(|c| *c != report::ALL_COLUMNS),
+    );
     if names.any(|m| !report::known_without_points(m)) {
         let mut all = f.clone();
         all.all_metrics = true;
@@ -246,6 +245,21 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Ok);
     }
     if let Some(at) = args.history_at {
+        let at =
+            inferbench_views::analysis::resolve_at(at, &rows, &x, &args.y, args.include_invalid);
+        let Some(at) = at else {
+            // `auto` without a counted frontier: nothing to read y at (the API answers `at`
+            // null and no values).
+            if rows.is_empty() {
+                history_matched_nothing(&mut store, &args, &f)?;
+            } else {
+                errln!(
+                    "--history-at auto: no counted point's frontier has {x} to take a default x \
+                     from (--include-invalid counts invalid points)"
+                );
+            }
+            return Ok(ExitStatus::Ok);
+        };
         let status = history(&rows, &args, x_given, &x, at)?;
         if rows.is_empty() {
             history_matched_nothing(&mut store, &args, &f)?;
@@ -562,6 +576,7 @@ fn print_rows(
         (true, true) => report::split_common(rows, &defaults),
         (true, false) => (defaults.clone(), Vec::new()),
         (false, _) => {
+            let chosen = report::chosen_columns(rows, args.x.as_deref(), &args.columns);
             let (_, common) = report::split_common(rows, &defaults);
             let shown = |kv: &String| {
                 let key = kv.split('=').next().unwrap_or_default();
@@ -571,7 +586,7 @@ fn print_rows(
                 .into_iter()
                 .filter(|kv| table && !shown(kv))
                 .collect();
-            (args.columns.clone(), common)
+            (chosen, common)
         }
     };
     if !common.is_empty() {
@@ -587,7 +602,7 @@ fn print_rows(
     // Chosen --columns that leave out what tells the rows apart (trial 20: `--columns
     // conc,tput_per_gpu` listed conc 16 twice, agentic points beside fixed-length ones).
     if table && !args.columns.is_empty() && rows.len() > 1 {
-        let unseen = report::identity_left_out(rows, &defaults, &args.columns);
+        let unseen = report::identity_left_out(rows, &defaults, &cols);
         if !unseen.is_empty() {
             errln!(
                 "note: the rows differ in {}, which --columns leaves out: rows that look alike \
@@ -766,17 +781,12 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
             sel.join(" ")
         );
     }
-    let agentic = rows
-        .iter()
-        .all(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO);
     let x = args.x.unwrap_or_else(|| {
-        if agentic {
-            // AgentX's North-Star x.
-            inferbench_store::query::NORTH_STAR_X.to_string()
-        } else if args.y.contains("input") {
+        let x = inferbench_views::analysis::default_x(&rows);
+        if x == "median_intvty" && args.y.contains("input") {
             "p99_ttft".to_string()
         } else {
-            "median_intvty".to_string()
+            x.to_string()
         }
     });
     report::check_metric("--x", &x, &rows)?;
@@ -847,9 +857,10 @@ pub struct CompareFlags {
     /// Filters applied to both sides (e.g. `model=dsr1`, `isl=1024`); repeatable.
     #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
-    /// x metric to match on.
-    #[arg(long, default_value = "median_intvty")]
-    pub x: String,
+    /// x metric to match on. Default: median_intvty (tok/s/user); p90_e2e_norm_intvty (AgentX's
+    /// North-Star x) when every point of both sides is agentic-coding, as `report`.
+    #[arg(long)]
+    pub x: Option<String>,
     /// y metric to compare.
     #[arg(long, default_value = "tput_per_gpu")]
     pub y: String,
@@ -889,7 +900,7 @@ impl CompareFlags {
 }
 
 /// [`CompareFlags::run`].
-fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
+fn run_compare(mut args: CompareFlags) -> anyhow::Result<ExitStatus> {
     // A database without runs is refused as `report` refuses it (exit 2; trial 18: exit 1
     // with "no stored point matches").
     let mut store = open_with_runs(&args.db)?;
@@ -900,25 +911,28 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         Ok(store.points(&side(spec, &args.filters)?, &cost)?)
     };
     let (ra, rb) = (load(&args.a, &mut store)?, load(&args.b, &mut store)?);
+    if args.x.is_none() {
+        let both: Vec<PointRow> = ra.iter().chain(&rb).cloned().collect();
+        args.x = Some(inferbench_views::analysis::default_x(&both).to_string());
+    }
+    let x = args.x.clone().unwrap_or_default();
     let c = inferbench_views::analysis::compare_sides(
         (ra, rb),
         (&args.a, &args.b),
-        &args.x,
+        &x,
         &args.y,
         &args.at,
         args.include_invalid,
+        compare::FilterSyntax::Cli,
     );
     let (a, b, a_invalid, b_invalid) = (&c.a, &c.b, c.a_invalid, c.b_invalid);
     let both: Vec<PointRow> = a.iter().chain(b).cloned().collect();
-    report::check_metric("--x", &args.x, &both)?;
+    report::check_metric("--x", &x, &both)?;
     report::check_metric("--y", &args.y, &both)?;
-    // A side that matches nothing is said first (trial 18: a typo on side A was hidden behind
-    // side B's pooled workloads).
-    let pooled = || compare::pooled_workloads(a, b, &args.a, &args.b, compare::FilterSyntax::Cli);
-    if let Some(why) = (!a.is_empty() && !b.is_empty()).then(pooled).flatten() {
-        anyhow::bail!("{why}");
-    }
-    // A side whose batches come from different servers: not repeats (issue 39 §5).
+    // A side that pools workloads or servers: the one check the API makes too (fresh tester
+    // of issue 39 §5, item 6: the two answered the same pooled compare differently). A side
+    // that matches nothing is said first (trial 18: a typo on side A was hidden behind side
+    // B's pooled workloads): the check waits for both sides.
     if let Some(why) = &c.refused {
         anyhow::bail!("{why}");
     }
@@ -951,7 +965,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
                 "the frontiers of A ({}) and B ({}) share no {} range",
                 inferbench_core::count(a.len(), "point"),
                 inferbench_core::count(b.len(), "point"),
-                args.x
+                x
             );
         } else if (a.is_empty() && a_invalid > 0) || (b.is_empty() && b_invalid > 0) {
             errln!("no valid point to compare for {}", empty.join(" nor "));
@@ -986,7 +1000,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Failed);
     }
     let rows = &c.rows;
-    let notes = out_of_reach(rows, (a, b), &args.x, &args.y);
+    let notes = out_of_reach(rows, (a, b), &x, &args.y);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(rows)?);
         for n in &notes {
@@ -996,13 +1010,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     }
     out!(
         "{}",
-        inferbench_views::report::compare_table(
-            rows,
-            (&args.a, &args.b),
-            (&wa, &wb),
-            &args.x,
-            &args.y
-        )
+        inferbench_views::report::compare_table(rows, (&args.a, &args.b), (&wa, &wb), &x, &args.y)
     );
     for n in &notes {
         outln!("  {n}");

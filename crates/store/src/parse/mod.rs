@@ -138,6 +138,9 @@ pub struct RequestsBlob {
     pub n_profile: i64,
     /// Failed records of the profile phase.
     pub n_failed: i64,
+    /// The records file read (`None` when not read from a file): a file a result used is
+    /// not listed among an ingest's ignored non-result files.
+    pub file: Option<PathBuf>,
 }
 
 /// A plain request-records file the store compresses while writing its blob.

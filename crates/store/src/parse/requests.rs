@@ -25,29 +25,63 @@ const READ_BUFFER_BYTES: usize = 1 << 20;
 /// memory storing it): its compressed size is counted here and the blob is compressed again
 /// from the file as it is written ([`RequestsSource`]), so storing it takes memory
 /// independent of its size. A `.zst` file is kept as its own bytes.
-pub(super) fn read_requests(path: &Path, pt: &mut PointData) -> Result<(), String> {
+pub(super) fn read_requests(path: &Path, pt: &mut PointData) -> Result<Repeats, String> {
     let at = path.display().to_string();
-    let (blob, e2e) = if at.ends_with(".zst") {
+    let read = if at.ends_with(".zst") {
         let bytes = std::fs::read(path).map_err(|e| format!("{at}: {e}"))?;
         let dec = zstd::stream::read::Decoder::new(&bytes[..]).map_err(|e| format!("{at}: {e}"))?;
-        let (mut blob, e2e) = scan_requests(dec, &at, None)?;
+        let (mut blob, e2e, rep) = scan_requests(dec, &at, None)?;
         blob.jsonl_zst = bytes;
-        (blob, e2e)
+        (blob, e2e, rep)
     } else {
         let f = std::fs::File::open(path).map_err(|e| format!("{at}: {e}"))?;
         let mut enc = zstd::stream::write::Encoder::new(Counter(0), ZSTD_LEVEL)
             .map_err(|e| format!("{at}: {e}"))?;
-        let (mut blob, e2e) = scan_requests(f, &at, Some(&mut enc))?;
+        let (mut blob, e2e, rep) = scan_requests(f, &at, Some(&mut enc))?;
         let zst_len = enc.finish().map_err(|e| format!("{at}: {e}"))?.0;
         blob.source = Some(RequestsSource {
             path: path.to_path_buf(),
             zst_len,
         });
-        (blob, e2e)
+        (blob, e2e, rep)
     };
-    add_e2e_norm(&mut pt.metrics, e2e);
+    let (mut blob, e2e, rep) = read;
+    blob.file = Some(path.to_path_buf());
+    // A file that repeats requests gives no distribution of its own: the summary's stands.
+    if rep.lines == 0 {
+        add_e2e_norm(&mut pt.metrics, e2e);
+    }
     pt.requests = Some(blob);
-    Ok(())
+    Ok(rep)
+}
+
+/// Records of a records file that repeat a request already in it (the same phase and
+/// `request_id`): each request is recorded once, so a file with any is broken (fresh tester
+/// of issue 39 §5, item 7: 10 requests each written twice were stored as 20, complete, their
+/// histograms skewed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Repeats {
+    /// Lines that repeat an earlier record's request.
+    pub lines: u64,
+    /// Distinct requests repeated.
+    pub requests: u64,
+    /// The first repeated ones (at most [`REPEATS_NAMED`]), `phase request_id`, in file order.
+    pub named: Vec<String>,
+}
+
+/// How many repeated requests a message names.
+const REPEATS_NAMED: usize = 5;
+
+impl Repeats {
+    /// `profile 0, profile 1, …` (the named ones, `…` when there are more).
+    fn list(&self) -> String {
+        let more = if self.requests as usize > self.named.len() {
+            ", …"
+        } else {
+            ""
+        };
+        format!("{}{more}", self.named.join(", "))
+    }
 }
 
 /// Reads the records file `path` into `pt` as [`read_requests`]; one that cannot be read whole
@@ -73,7 +107,31 @@ pub(super) fn read_requests_or_mark(
     warnings: &mut Vec<String>,
 ) -> Result<(), String> {
     let (cause, warning) = match read_requests(path, pt) {
-        Ok(()) => {
+        Ok(rep) if rep.lines > 0 => {
+            let n = pt.requests.as_ref().map_or(0, |b| b.n_records);
+            (
+                format!(
+                    "its records file is broken: {} of its {n} record(s) repeat {} request(s) \
+                     already in it ({}); each request is recorded once; the {n} are stored as \
+                     they are",
+                    rep.lines,
+                    rep.requests,
+                    rep.list()
+                ),
+                format!(
+                    "{}: broken: {} of its {n} record(s) repeat {} request(s) already in it \
+                     (phase and request_id: {}; each request is recorded once): the {n} are \
+                     stored as they are and the point marked failed; its figures are the \
+                     summary's own. To store it whole, ingest the result again with the run's \
+                     own records file",
+                    path.display(),
+                    rep.lines,
+                    rep.requests,
+                    rep.list()
+                ),
+            )
+        }
+        Ok(_) => {
             let (Some(have), Some(want)) = (
                 pt.requests.as_ref().map(|b| b.n_profile),
                 expected_profile_records(&pt.metrics),
@@ -232,6 +290,9 @@ struct LightRecord {
     schema_version: inferbench_core::artifacts::SchemaVersion<1>,
     #[serde(default)]
     phase: inferbench_core::Phase,
+    /// The request's index in its phase; absent in a foreign record.
+    #[serde(default)]
+    request_id: Option<u64>,
     success: bool,
     sent_ns: u64,
     #[serde(default)]
@@ -243,15 +304,19 @@ struct LightRecord {
 /// Validates the JSONL records (every non-empty line must parse), counts them and collects
 /// `E2EL_i / OSL_i` (s/token) of successful profile requests; each line is also written to
 /// `sink` when given (a plain file's compressed length is counted so). Returns the blob to
-/// store, its bytes left empty for the caller.
+/// store, its bytes left empty for the caller, and the records that repeat a request
+/// ([`Repeats`]; a record without a `request_id`, a foreign one, is not checked).
 fn scan_requests<R: Read>(
     r: R,
     at: &str,
     mut sink: Option<&mut dyn std::io::Write>,
-) -> Result<(RequestsBlob, Vec<f64>), ParseError> {
+) -> Result<(RequestsBlob, Vec<f64>, Repeats), ParseError> {
     let mut hasher = Sha256::new();
     let (mut n, mut n_profile, mut n_failed) = (0i64, 0i64, 0i64);
     let mut e2e = Vec::new();
+    let mut seen: std::collections::HashSet<(bool, u64)> = std::collections::HashSet::new();
+    let mut repeated: std::collections::HashSet<(bool, u64)> = std::collections::HashSet::new();
+    let mut rep = Repeats::default();
     for_each_line(r, at, |lineno, line| {
         hasher.update(line);
         if let Some(s) = sink.as_mut() {
@@ -264,7 +329,20 @@ fn scan_requests<R: Read>(
         let rec: LightRecord = serde_json::from_slice(t)
             .map_err(|e| format!("{at}:{lineno}: invalid request record: {e}"))?;
         n += 1;
-        if rec.phase == inferbench_core::Phase::Profile {
+        let profile = rec.phase == inferbench_core::Phase::Profile;
+        if let Some(id) = rec.request_id {
+            if !seen.insert((profile, id)) {
+                rep.lines += 1;
+                if repeated.insert((profile, id)) {
+                    rep.requests += 1;
+                    if rep.named.len() < REPEATS_NAMED {
+                        let phase = if profile { "profile" } else { "warmup" };
+                        rep.named.push(format!("{phase} {id}"));
+                    }
+                }
+            }
+        }
+        if profile {
             n_profile += 1;
             if !rec.success {
                 n_failed += 1;
@@ -285,8 +363,10 @@ fn scan_requests<R: Read>(
             n_records: n,
             n_profile,
             n_failed,
+            file: None,
         },
         e2e,
+        rep,
     ))
 }
 
@@ -402,6 +482,63 @@ mod tests {
         read_requests_or_mark(&p, &mut pt, &mut w).unwrap();
         assert!(pt.records_incomplete && pt.requests.is_none());
         assert!(w[0].contains("incomplete or unreadable"), "{w:?}");
+    }
+
+    /// Fresh tester of issue 39 §5, item 7: a records file holding each of its requests twice
+    /// (as many lines as the summary counts) was stored complete, its histograms skewed. A
+    /// request repeated (the same phase and `request_id`) breaks the file: the point is failed
+    /// naming the repeats, its records stored as they are, with a warning; a warmup and a
+    /// profile request of the same id are two requests.
+    #[test]
+    fn a_records_file_repeating_requests_fails_the_point_naming_them() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("req.jsonl");
+        let rec = |phase: &str, id: u64| {
+            format!(
+                "{{\"request_id\":{id},\"phase\":\"{phase}\",\"success\":true,\"sent_ns\":0,\
+                 \"last_token_ns\":1000000000,\"completion_tokens\":1}}\n"
+            )
+        };
+        let point = || {
+            let mut pt = super::super::empty_point(Default::default(), 1, String::new());
+            pt.metrics.insert("completed".into(), 20.0);
+            pt
+        };
+        // 10 requests, each twice: 20 lines, as many as the summary's completed.
+        let twice: String = (0..10).map(|i| rec("profile", i).repeat(2)).collect();
+        std::fs::write(&p, format!("{}{twice}", rec("warmup", 0))).unwrap();
+        let (mut pt, mut w) = (point(), Vec::new());
+        read_requests_or_mark(&p, &mut pt, &mut w).unwrap();
+        assert!(pt.records_incomplete);
+        assert_eq!(
+            pt.error.as_deref(),
+            Some(
+                "its records file is broken: 10 of its 21 record(s) repeat 10 request(s) \
+                 already in it (profile 0, profile 1, profile 2, profile 3, profile 4, …); each \
+                 request is recorded once; the 21 are stored as they are"
+            )
+        );
+        assert_eq!(pt.requests.as_ref().map(|b| b.n_records), Some(21));
+        // No distribution from a file that repeats requests.
+        assert!(!pt.metrics.contains_key("p90_e2e_norm_intvty"));
+        assert_eq!(
+            w,
+            [format!(
+                "{}: broken: 10 of its 21 record(s) repeat 10 request(s) already in it (phase \
+                 and request_id: profile 0, profile 1, profile 2, profile 3, profile 4, …; each \
+                 request is recorded once): the 21 are stored as they are and the point marked \
+                 failed; its figures are the summary's own. To store it whole, ingest the \
+                 result again with the run's own records file",
+                p.display()
+            )]
+        );
+        // Each once, plus a warmup of the same id: complete.
+        let once: String = (0..20).map(|i| rec("profile", i)).collect();
+        std::fs::write(&p, format!("{}{once}", rec("warmup", 0))).unwrap();
+        let (mut pt, mut w) = (point(), Vec::new());
+        read_requests_or_mark(&p, &mut pt, &mut w).unwrap();
+        assert!(pt.error.is_none() && w.is_empty(), "{w:?}");
+        assert_eq!(pt.metrics["p90_e2e_norm_intvty"], 1.0);
     }
 
     /// Issue 39, fresh tester's finding 1: a result's per-request arrays are skipped while it
