@@ -1167,3 +1167,137 @@ fn a_replay_stops_at_the_records_ulimit_v_holds() {
     );
     assert!(s["duration"].as_f64().unwrap() < 100.0, "{s}");
 }
+
+/// Issue 39's leftovers, item 1: `replay --synthetic 062126-256k --concurrency 64` under
+/// `ulimit -v 328320` said "--num-dataset-entries 5 or fewer fit" (the traces' room was what
+/// the 23 lanes that fitted left), and 5 entries were then refused for their 64 lanes. The
+/// check before the load now plans every lane the run starts beside the corpus it keeps: with
+/// the quickstart corpus and 64 lanes, a limit at which the lanes do not fit names the
+/// `ulimit -v` that runs the whole corpus (exit 0 there, a refusal 1 KiB below); a limit a
+/// few KiB below that, where the lanes fit but not the whole corpus beside them, names an
+/// entry count K: K entries run to the end (exit 0) at that limit, K + 1 are refused naming
+/// K again (the number the check after the load accepts, nothing more).
+#[test]
+fn a_replay_at_the_entries_or_ulimit_v_its_refusal_names_runs_with_all_its_lanes() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let replay = |kib: &str, entries: Option<&str>| {
+        let mut a = vec![
+            "replay",
+            "--synthetic",
+            "quickstart",
+            "--base-url",
+            &url,
+            "--concurrency",
+            "64",
+            "--benchmark-duration",
+            "1",
+            "--unsafe-override",
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--progress",
+            "off",
+        ];
+        if let Some(n) = entries {
+            a.extend(["--num-dataset-entries", n]);
+        }
+        under_ulimit_v(kib, d, &a)
+    };
+    // Not every lane fits: the refusal is the lanes', with the limit that holds the corpus.
+    let (o, text) = replay("200000", None);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.starts_with("error: --concurrency 64 is more than this client can hold: ")
+            && text.contains("no concurrency fits; raise the address-space limit: `ulimit -v "),
+        "{text}"
+    );
+    let kib: u64 = advised(&text).parse().unwrap();
+    let (o, text) = replay(&kib.to_string(), None);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+    let (o, text) = replay(&(kib - 1).to_string(), None);
+    assert_eq!(o.status.code(), Some(2), "ulimit -v {}: {text}", kib - 1);
+    // The lanes fit, the whole corpus not beside them: the entries that fit beside all 64.
+    let tight = (kib - 4).to_string();
+    let (o, text) = replay(&tight, None);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let k = text
+        .split("--num-dataset-entries ")
+        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no entry count that fits: {text}"))
+        .to_string();
+    let (o, text) = replay(&tight, Some(&k));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "--num-dataset-entries {k}: {text}"
+    );
+    assert!(
+        text.contains(&format!("inferbench replay: {k} traces ")),
+        "{text}"
+    );
+    let more = (k.parse::<u64>().unwrap() + 1).to_string();
+    let (o, text) = replay(&tight, Some(&more));
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--num-dataset-entries {more}: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "--num-dataset-entries {k} or fewer fit (nothing was sent)"
+        )),
+        "{text}"
+    );
+}
+
+/// Issue 39's leftovers, item 1, the case as reported: `replay --synthetic 062126-256k
+/// --concurrency 64` under `ulimit -v 328320` said "--num-dataset-entries 5 or fewer fit",
+/// and 5 entries were then refused for their 64 lanes. The 64 lanes (6.6 MiB each) do not fit
+/// even beside no trace: the refusal is now the lanes', naming no entry count; with 5 entries
+/// it names the lanes that fit beside them, and that many replay the 5 to the end (exit 0).
+#[test]
+fn the_256k_corpus_at_64_lanes_under_a_tight_limit_is_refused_for_its_lanes() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let replay = |conc: &str, entries: Option<&str>| {
+        let mut a = vec![
+            "replay",
+            "--synthetic",
+            "062126-256k",
+            "--base-url",
+            &url,
+            "--concurrency",
+            conc,
+            "--benchmark-duration",
+            "1",
+            "--unsafe-override",
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--progress",
+            "off",
+        ];
+        if let Some(n) = entries {
+            a.extend(["--num-dataset-entries", n]);
+        }
+        under_ulimit_v("328320", d, &a)
+    };
+    let (o, text) = replay("64", None);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.starts_with("error: --concurrency 64 is more than this client can hold: ")
+            && !text.contains("or fewer fit"),
+        "{text}"
+    );
+    let (o, text) = replay("64", Some("5"));
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let fit = fits(&text, "--concurrency");
+    let (o, text) = replay(&fit, Some("5"));
+    assert_eq!(o.status.code(), Some(0), "--concurrency {fit}: {text}");
+    assert!(text.contains("inferbench replay: 5 traces "), "{text}");
+}
