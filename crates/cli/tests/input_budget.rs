@@ -1301,3 +1301,93 @@ fn the_256k_corpus_at_64_lanes_under_a_tight_limit_is_refused_for_its_lanes() {
     assert_eq!(o.status.code(), Some(0), "--concurrency {fit}: {text}");
     assert!(text.contains("inferbench replay: 5 traces "), "{text}");
 }
+
+/// Issue 39's leftovers, item 2: a sweep's AgentX rows ran their replay with no record bound,
+/// so under `ulimit -v` a long agentic point (20,000 one-request traces against the instant sim
+/// for 120 s, ~2,000 records a second) kept records until it ran out of memory. Its row now
+/// gets the bound `replay` computes: the point's profile ends when the records reach what the
+/// limit holds, the sweep exits 0 with the point ok, and its `summary.json` carries the stop
+/// cause (`inferbench.stopped_reason`), said once as a warning.
+#[test]
+fn a_sweep_agentic_row_stops_at_the_records_ulimit_v_holds() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let traces: String = (0..20_000)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"t{i}\",\"block_size\":64,\"requests\":[{{\"t\":0.0,\"type\":\"s\",\
+                 \"in\":64,\"out\":4,\"hash_ids\":[0],\"api_time\":0.1}}]}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(d.join("t.jsonl"), traces).unwrap();
+    std::fs::write(
+        d.join("m.json"),
+        serde_json::json!([{
+            "image": "x", "model": "Llama-3.1-8B", "model-prefix": "m", "precision": "fp8",
+            "framework": "sim", "runner": "h100", "tp": 1, "pp": 1, "dcp-size": 1,
+            "pcp-size": 1, "conc": 64, "max-model-len": 2048, "ep": 1, "dp-attn": false,
+            "spec-decoding": "none", "exp-name": "m_agentic", "disagg": false,
+            "scenario-type": "agentic-coding"
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let (o, text) = under_ulimit_v(
+        "360000",
+        d,
+        &[
+            "sweep",
+            "--matrix",
+            "m.json",
+            "--base-url",
+            &url,
+            "--runner-name",
+            "h100_0",
+            "--traces",
+            "t.jsonl",
+            "--agentic-duration",
+            "120",
+            "--out",
+            "r",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("1 point: 1 ok (1 of them invalid: kept off frontiers)"),
+        "{text}"
+    );
+    let why = text
+        .split("_conc64_h100_0: ")
+        .find_map(|t| t.split_once("; the replay ended there as at the end of its duration"))
+        .map(|(w, _)| w.to_string())
+        .unwrap_or_else(|| panic!("no stop warning: {text}"));
+    let n: u64 = why
+        .strip_prefix("stopped after ")
+        .and_then(|t| {
+            t.strip_suffix(" requests: the records kept would outgrow ulimit -v (360000 KiB)")
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{why}"));
+    assert!(n > 1000, "{why}");
+    let point = std::fs::read_dir(d.join("r"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("summary.json").exists())
+        .unwrap_or_else(|| panic!("no point directory: {text}"));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(point.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(s["inferbench"]["stopped_reason"], why.as_str());
+    assert_eq!(s["inferbench"]["stop_reason"], "completed");
+    // The records kept when it ended, and those in flight then (at most one per lane).
+    let completed = s["completed"].as_u64().unwrap();
+    assert!(
+        completed + 64 >= n && completed <= n + 64,
+        "{completed} vs {n}"
+    );
+    assert!(s["duration"].as_f64().unwrap() < 100.0, "{s}");
+}
