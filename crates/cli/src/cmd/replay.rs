@@ -130,17 +130,25 @@ fn counted_traces_bytes(
 /// The memory the sessions of the `--synthetic` `shape` take once generated with `seed`, up to
 /// `entries` of them, bytes, as the replay's load counts them (`Trace::heap_bytes`), and their
 /// lanes' load ([`inferbench_loadgen::agentic::LaneLoad::add`]): generated a session at a time,
-/// keeping none.
+/// keeping none. Filtered as the load filters them (filter, then cap): a session whose peak
+/// input + output is above `max_context` (`--max-context-length`) is dropped, not counted
+/// among the `entries`, so the sessions counted are the ones the load keeps (before, the first
+/// `entries` sessions were counted whatever their context, while the load kept later ones in
+/// place of those it dropped).
 fn synthetic_bytes(
     shape: &str,
     seed: u64,
     entries: Option<usize>,
+    max_context: Option<u64>,
 ) -> (u64, inferbench_loadgen::agentic::LaneLoad) {
     let (mut bytes, mut n) = (0u64, 0usize);
     let mut load = inferbench_loadgen::agentic::LaneLoad::NONE;
     synthetic::shaped_each(shape, None, seed, &mut |t| {
         if entries.is_some_and(|e| n >= e) {
             return false;
+        }
+        if max_context.is_some_and(|m| t.peak_context_tokens() > m) {
+            return true;
         }
         load.add(n, &t);
         n += 1;
@@ -398,7 +406,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // refused by that one).
     let (traces_bytes, lane) = match (files.as_deref(), &flags.synthetic) {
         (Some(files), _) => counted_traces_bytes(&flags, files),
-        (None, Some(shape)) => synthetic_bytes(shape, flags.random_seed, flags.num_dataset_entries),
+        (None, Some(shape)) => synthetic_bytes(
+            shape,
+            flags.random_seed,
+            flags.num_dataset_entries,
+            flags.max_context_length,
+        ),
         (None, None) => (0, inferbench_loadgen::agentic::LaneLoad::NONE),
     };
     // Every file of --result-dir within `ulimit -f`, before anything is asked (trial of issue
@@ -534,6 +547,49 @@ mod tests {
             base: crate::limits::base_bytes(2, 4),
             inherited_files: 0,
         }
+    }
+
+    /// `replay --synthetic` counts, before the load, the sessions the load keeps: with
+    /// `--max-context-length` dropping some of the quickstart corpus's and
+    /// `--num-dataset-entries 3`, the bytes and the lanes' load counted up front are those of
+    /// the 3 sessions the load keeps (before: the first 3 generated, dropped ones among them).
+    #[test]
+    fn the_synthetic_count_keeps_what_the_load_keeps() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Args {
+            #[command(flatten)]
+            flags: ReplayFlags,
+        }
+        let mut peaks = Vec::new();
+        synthetic::shaped_each("quickstart", None, 42, &mut |t| {
+            peaks.push(t.peak_context_tokens());
+            true
+        });
+        // Drops the 2nd and 4th sessions (peaks 5,469 and 5,080 tokens), so the load keeps the
+        // 1st, 3rd and 5th.
+        let m = 5000;
+        assert_eq!(peaks, [4612, 5469, 3334, 5080, 4979, 2753]);
+        let m_arg = m.to_string();
+        let a = Args::parse_from([
+            "t",
+            "--synthetic",
+            "quickstart",
+            "--num-dataset-entries",
+            "3",
+            "--max-context-length",
+            &m_arg,
+        ]);
+        let report = a
+            .flags
+            .load_traces(super::super::replay_flags::SERVER_CONTEXT_CEILING, None)
+            .unwrap();
+        assert_eq!(report.traces.len(), 3);
+        let kept: u64 = report.traces.iter().map(|t| t.heap_bytes()).sum();
+        assert_eq!(
+            synthetic_bytes("quickstart", 42, Some(3), Some(m)),
+            (kept, inferbench_loadgen::agentic::lane_load(&report.traces))
+        );
     }
 
     /// Issue 39's leftovers, item 1: the plan before the load counts every lane the run
