@@ -1391,3 +1391,64 @@ fn a_sweep_agentic_row_stops_at_the_records_ulimit_v_holds() {
     );
     assert!(s["duration"].as_f64().unwrap() < 100.0, "{s}");
 }
+
+/// The same kind as issue 39's leftovers, item 1 (a check that does not count what the run
+/// replays): when the server's context (`/v1/models`, here the sim's `--max-model-len 2048`)
+/// drops a trace read, the traces are read again and later ones take its place, whose lanes'
+/// load no check counted: with `--num-dataset-entries 2`, the 3,004-token trace (348 KiB per
+/// lane) is replaced by one of 1,900 output tokens (628 KiB per lane), and 30 lanes, which fit
+/// the first, ran. They are now checked again before any request: refused naming 17, and 17
+/// run to the end (exit 0).
+#[test]
+fn traces_read_again_for_the_servers_context_are_checked_again() {
+    let sim = common::start_sim(&["--mode", "instant", "--max-model-len", "2048"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let line = |id: &str, input: u32, out: u32| {
+        format!(
+            "{{\"id\":\"{id}\",\"block_size\":64,\"requests\":[{{\"t\":0.0,\"type\":\"s\",\
+             \"in\":{input},\"out\":{out},\"hash_ids\":[0],\"api_time\":0.1}}]}}\n"
+        )
+    };
+    let traces = [line("a", 3000, 4), line("b", 64, 4), line("c", 64, 1900)].concat();
+    std::fs::write(d.join("ctx.jsonl"), traces).unwrap();
+    let replay = |conc: &str| {
+        under_ulimit_v(
+            "190000",
+            d,
+            &[
+                "replay",
+                "--traces",
+                "ctx.jsonl",
+                "--num-dataset-entries",
+                "2",
+                "--base-url",
+                &url,
+                "--model",
+                "Llama-3.1-8B",
+                "--concurrency",
+                conc,
+                "--benchmark-duration",
+                "1",
+                "--unsafe-override",
+                "--power",
+                "off",
+                "--no-server-metrics",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = replay("256");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("(348 KiB per stream,"), "{text}");
+    assert_eq!(fits(&text, "--concurrency"), "30", "{text}");
+    let (o, text) = replay("30");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("(628 KiB per stream,"), "{text}");
+    assert_eq!(fits(&text, "--concurrency"), "17", "{text}");
+    let (o, text) = replay("17");
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("inferbench replay: 2 traces "), "{text}");
+}
