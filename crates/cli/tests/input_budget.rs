@@ -1237,3 +1237,288 @@ fn a_replays_stated_need_is_the_ulimit_v_it_advises() {
     let (o, text) = replay(&kib);
     assert_eq!(o.status.code(), Some(3), "ulimit -v {kib}: {text}");
 }
+
+/// Issue 39's leftovers, item 1: `replay --synthetic 062126-256k --concurrency 64` under
+/// `ulimit -v 328320` said "--num-dataset-entries 5 or fewer fit" (the traces' room was what
+/// the 23 lanes that fitted left), and 5 entries were then refused for their 64 lanes. The
+/// check before the load now plans every lane the run starts beside the corpus it keeps: with
+/// the quickstart corpus and 64 lanes, a limit at which the lanes do not fit names the
+/// `ulimit -v` that runs the whole corpus (exit 0 there, a refusal 1 KiB below); a limit a
+/// few KiB below that, where the lanes fit but not the whole corpus beside them, names an
+/// entry count K: K entries run to the end (exit 0) at that limit, K + 1 are refused naming
+/// K again (the number the check after the load accepts, nothing more).
+#[test]
+fn a_replay_at_the_entries_or_ulimit_v_its_refusal_names_runs_with_all_its_lanes() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let replay = |kib: &str, entries: Option<&str>| {
+        let mut a = vec![
+            "replay",
+            "--synthetic",
+            "quickstart",
+            "--base-url",
+            &url,
+            "--concurrency",
+            "64",
+            "--benchmark-duration",
+            "1",
+            "--unsafe-override",
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--progress",
+            "off",
+        ];
+        if let Some(n) = entries {
+            a.extend(["--num-dataset-entries", n]);
+        }
+        under_ulimit_v(kib, d, &a)
+    };
+    // Not every lane fits: the refusal is the lanes', with the limit that holds the corpus.
+    let (o, text) = replay("200000", None);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.starts_with("error: --concurrency 64 is more than this client can hold: ")
+            && text.contains("no concurrency fits; raise the address-space limit: `ulimit -v "),
+        "{text}"
+    );
+    let kib: u64 = advised(&text).parse().unwrap();
+    let (o, text) = replay(&kib.to_string(), None);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+    let (o, text) = replay(&(kib - 1).to_string(), None);
+    assert_eq!(o.status.code(), Some(2), "ulimit -v {}: {text}", kib - 1);
+    // The lanes fit, the whole corpus not beside them: the entries that fit beside all 64.
+    let tight = (kib - 4).to_string();
+    let (o, text) = replay(&tight, None);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let k = text
+        .split("--num-dataset-entries ")
+        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no entry count that fits: {text}"))
+        .to_string();
+    let (o, text) = replay(&tight, Some(&k));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "--num-dataset-entries {k}: {text}"
+    );
+    assert!(
+        text.contains(&format!("inferbench replay: {k} traces ")),
+        "{text}"
+    );
+    let more = (k.parse::<u64>().unwrap() + 1).to_string();
+    let (o, text) = replay(&tight, Some(&more));
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--num-dataset-entries {more}: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "--num-dataset-entries {k} or fewer fit (nothing was sent)"
+        )),
+        "{text}"
+    );
+}
+
+/// Issue 39's leftovers, item 1, the case as reported: `replay --synthetic 062126-256k
+/// --concurrency 64` under `ulimit -v 328320` said "--num-dataset-entries 5 or fewer fit",
+/// and 5 entries were then refused for their 64 lanes. The 64 lanes (6.6 MiB each) do not fit
+/// even beside no trace: the refusal is now the lanes', naming no entry count; with 5 entries
+/// it names the lanes that fit beside them, and that many replay the 5 to the end (exit 0).
+#[test]
+fn the_256k_corpus_at_64_lanes_under_a_tight_limit_is_refused_for_its_lanes() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let replay = |conc: &str, entries: Option<&str>| {
+        let mut a = vec![
+            "replay",
+            "--synthetic",
+            "062126-256k",
+            "--base-url",
+            &url,
+            "--concurrency",
+            conc,
+            "--benchmark-duration",
+            "1",
+            "--unsafe-override",
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--progress",
+            "off",
+        ];
+        if let Some(n) = entries {
+            a.extend(["--num-dataset-entries", n]);
+        }
+        under_ulimit_v("328320", d, &a)
+    };
+    let (o, text) = replay("64", None);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.starts_with("error: --concurrency 64 is more than this client can hold: ")
+            && !text.contains("or fewer fit"),
+        "{text}"
+    );
+    let (o, text) = replay("64", Some("5"));
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let fit = fits(&text, "--concurrency");
+    let (o, text) = replay(&fit, Some("5"));
+    assert_eq!(o.status.code(), Some(0), "--concurrency {fit}: {text}");
+    assert!(text.contains("inferbench replay: 5 traces "), "{text}");
+}
+
+/// Issue 39's leftovers, item 2: a sweep's AgentX rows ran their replay with no record bound,
+/// so under `ulimit -v` a long agentic point (20,000 one-request traces against the instant sim
+/// for 120 s, ~2,000 records a second) kept records until it ran out of memory. Its row now
+/// gets the bound `replay` computes: the point's profile ends when the records reach what the
+/// limit holds, the sweep exits 0 with the point ok, and its `summary.json` carries the stop
+/// cause (`inferbench.stopped_reason`), said once as a warning.
+#[test]
+fn a_sweep_agentic_row_stops_at_the_records_ulimit_v_holds() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let traces: String = (0..20_000)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"t{i}\",\"block_size\":64,\"requests\":[{{\"t\":0.0,\"type\":\"s\",\
+                 \"in\":64,\"out\":4,\"hash_ids\":[0],\"api_time\":0.1}}]}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(d.join("t.jsonl"), traces).unwrap();
+    std::fs::write(
+        d.join("m.json"),
+        serde_json::json!([{
+            "image": "x", "model": "Llama-3.1-8B", "model-prefix": "m", "precision": "fp8",
+            "framework": "sim", "runner": "h100", "tp": 1, "pp": 1, "dcp-size": 1,
+            "pcp-size": 1, "conc": 64, "max-model-len": 2048, "ep": 1, "dp-attn": false,
+            "spec-decoding": "none", "exp-name": "m_agentic", "disagg": false,
+            "scenario-type": "agentic-coding"
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let (o, text) = under_ulimit_v(
+        "360000",
+        d,
+        &[
+            "sweep",
+            "--matrix",
+            "m.json",
+            "--base-url",
+            &url,
+            "--runner-name",
+            "h100_0",
+            "--traces",
+            "t.jsonl",
+            "--agentic-duration",
+            "120",
+            "--out",
+            "r",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("1 point: 1 ok (1 of them invalid: kept off frontiers)"),
+        "{text}"
+    );
+    let why = text
+        .split("_conc64_h100_0: ")
+        .find_map(|t| t.split_once("; the replay ended there as at the end of its duration"))
+        .map(|(w, _)| w.to_string())
+        .unwrap_or_else(|| panic!("no stop warning: {text}"));
+    let n: u64 = why
+        .strip_prefix("stopped after ")
+        .and_then(|t| {
+            t.strip_suffix(" requests: the records kept would outgrow ulimit -v (360000 KiB)")
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{why}"));
+    assert!(n > 1000, "{why}");
+    let point = std::fs::read_dir(d.join("r"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("summary.json").exists())
+        .unwrap_or_else(|| panic!("no point directory: {text}"));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(point.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(s["inferbench"]["stopped_reason"], why.as_str());
+    assert_eq!(s["inferbench"]["stop_reason"], "completed");
+    // The records kept when it ended, and those in flight then (at most one per lane).
+    let completed = s["completed"].as_u64().unwrap();
+    assert!(
+        completed + 64 >= n && completed <= n + 64,
+        "{completed} vs {n}"
+    );
+    assert!(s["duration"].as_f64().unwrap() < 100.0, "{s}");
+}
+
+/// The same kind as issue 39's leftovers, item 1 (a check that does not count what the run
+/// replays): when the server's context (`/v1/models`, here the sim's `--max-model-len 2048`)
+/// drops a trace read, the traces are read again and later ones take its place, whose lanes'
+/// load no check counted: with `--num-dataset-entries 2`, the 3,004-token trace (348 KiB per
+/// lane) is replaced by one of 1,900 output tokens (628 KiB per lane), and 30 lanes, which fit
+/// the first, ran. They are now checked again before any request: refused naming 17, and 17
+/// run to the end (exit 0).
+#[test]
+fn traces_read_again_for_the_servers_context_are_checked_again() {
+    let sim = common::start_sim(&["--mode", "instant", "--max-model-len", "2048"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let line = |id: &str, input: u32, out: u32| {
+        format!(
+            "{{\"id\":\"{id}\",\"block_size\":64,\"requests\":[{{\"t\":0.0,\"type\":\"s\",\
+             \"in\":{input},\"out\":{out},\"hash_ids\":[0],\"api_time\":0.1}}]}}\n"
+        )
+    };
+    let traces = [line("a", 3000, 4), line("b", 64, 4), line("c", 64, 1900)].concat();
+    std::fs::write(d.join("ctx.jsonl"), traces).unwrap();
+    let replay = |conc: &str| {
+        under_ulimit_v(
+            "190000",
+            d,
+            &[
+                "replay",
+                "--traces",
+                "ctx.jsonl",
+                "--num-dataset-entries",
+                "2",
+                "--base-url",
+                &url,
+                "--model",
+                "Llama-3.1-8B",
+                "--concurrency",
+                conc,
+                "--benchmark-duration",
+                "1",
+                "--unsafe-override",
+                "--power",
+                "off",
+                "--no-server-metrics",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = replay("256");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("(348 KiB per stream,"), "{text}");
+    assert_eq!(fits(&text, "--concurrency"), "30", "{text}");
+    let (o, text) = replay("30");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("(628 KiB per stream,"), "{text}");
+    assert_eq!(fits(&text, "--concurrency"), "17", "{text}");
+    let (o, text) = replay("17");
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("inferbench replay: 2 traces "), "{text}");
+}

@@ -320,6 +320,8 @@ async fn run_agentic_point(
         },
         grace: std::time::Duration::from_secs_f64(settings.grace_s),
         save_requests: Some(req.dir.join("requests.jsonl")),
+        // Under `ulimit -v`, the records its row's room holds (set by the CLI, as `replay`'s).
+        record_bound: req.record_bound,
         progress: if runner.progress {
             ProgressMode::Auto
         } else {
@@ -388,9 +390,17 @@ async fn run_agentic_point(
     )?;
     // The stop note is the point's outcome (its gate, or the interruption the progress line
     // states), not a warning beside it.
+    // The record bound's note in the sweep's words: its line already says "warning", and the
+    // point's duration is the sweep's (`--agentic-duration` or the row's), not `replay`'s flag.
     let mut notes: Vec<String> = (out.notes.iter())
         .filter(|n| Some(*n) != out.stop_note.as_ref())
-        .cloned()
+        .map(|n| match &out.stopped_reason {
+            Some(why) if n.starts_with(&format!("warning: {why};")) => format!(
+                "{why}; the replay ended there as at the end of its duration (requests in \
+                 flight got the grace) and its summary covers them"
+            ),
+            _ => n.clone(),
+        })
         .collect();
     inferbench_loadgen::power::drop_sampler_note(
         &mut power_notes,

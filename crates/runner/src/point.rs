@@ -211,6 +211,10 @@ pub struct PointRequest {
     /// as [`crate::bench::LoadgenPoint::sim_time_scale`] does for `sweep --sim`. `None`: a real
     /// engine, or the sim in real time.
     pub sim_time_scale: Option<f64>,
+    /// An AgentX point's record bound ([`crate::SweepOptions::record_bounds`] of its row):
+    /// its replay's profile ends when the records kept reach it. `None`: not bounded (a
+    /// fixed-length point, or no `ulimit -v`).
+    pub record_bound: Option<inferbench_loadgen::options::RecordBound>,
 }
 
 /// What a point produced. Files are written by the runner from these values.

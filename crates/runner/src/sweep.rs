@@ -71,6 +71,15 @@ pub struct SweepOptions {
     /// With `base_url`: the server's log file, copied into each point directory as
     /// `server.log` when the point ends (as a launched engine's log is).
     pub server_log: Option<PathBuf>,
+    /// The record bound of each AgentX (`agentic-coding`) row's points, by row index
+    /// ([`inferbench_loadgen::agentic::ReplayOptions::record_bound`], as `replay` has it): a
+    /// replay keeps every record until its summary, as many as the server answers in its
+    /// duration, so under an address-space limit (`ulimit -v`) the CLI sets each row's from
+    /// the room its largest point leaves beside its lanes and traces, and the point's profile
+    /// ends when its records reach it (its summary says why: `inferbench.stopped_reason`)
+    /// instead of running out of memory. A setting of this process, never serialized; a row
+    /// not in it is not bounded.
+    pub record_bounds: BTreeMap<usize, inferbench_loadgen::options::RecordBound>,
 }
 
 impl Default for SweepOptions {
@@ -93,6 +102,7 @@ impl Default for SweepOptions {
             sweep_id: None,
             server: None,
             server_log: None,
+            record_bounds: BTreeMap::new(),
         }
     }
 }
@@ -1193,6 +1203,9 @@ fn point_request(point: &Point, opts: &SweepOptions, base_url: String) -> PointR
         result_filename: point.rf.clone(),
         runner_name: point.runner_name.clone(),
         sim_time_scale: modelled_scale(point, opts),
+        record_bound: (point.spec.is_agentic())
+            .then(|| opts.record_bounds.get(&point.spec.index).copied())
+            .flatten(),
     }
 }
 

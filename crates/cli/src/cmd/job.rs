@@ -95,6 +95,12 @@ pub fn run_local(
         crate::oom::set_what_to_lower(crate::limits::LOWER_SWEEP_AGENTIC.net);
     }
     rows_beyond(&loads, &limits, read_room).map_err(anyhow::Error::msg)?;
+    // An AgentX point keeps every record until its summary, as many as the server answers in
+    // its duration: under `ulimit -v` its profile ends when they reach what the limit holds
+    // beside its row's lanes and traces, as `replay`'s does (issue 39's leftovers, item 2).
+    let mut opts = opts.clone();
+    opts.record_bounds = record_bounds(&loads, &limits, read_room);
+    let opts = &opts;
     // Every point directory, the files already in them and the sweep's report (issue 39's
     // leftovers, 3: a FIFO where a point's file goes failed after the launch).
     inferbench_runner::sweep::check_outputs(jobs, opts).map_err(anyhow::Error::msg)?;
@@ -109,6 +115,53 @@ pub fn run_local(
             super::shutdown_token("interrupted: stopping the current point and the engine");
         run_here(jobs, opts, progress, adaptive, &cancel).await
     }))
+}
+
+/// What row `l`'s largest point asks of the process ([`crate::limits::Need`]: its conc, its
+/// requests and prompts, and for a row reading the sweep's `--traces` their room
+/// `traces_room`): the one need of the row's up-front check ([`rows_beyond`]) and of an
+/// AgentX row's record bound ([`record_bounds`]).
+pub fn row_need(l: &inferbench_runner::sweep::RowLoad, traces_room: u64) -> crate::limits::Need {
+    crate::limits::Need {
+        flag: "conc",
+        streams: u64::from(l.conc),
+        requests: l.requests,
+        per_stream: l.per_stream,
+        request_bytes: l.request_bytes,
+        prompt_bytes: if l.reads_traces {
+            l.prompt_bytes.saturating_add(traces_room)
+        } else {
+            l.prompt_bytes
+        },
+        output_bytes: l.output_bytes,
+        uncapped: false,
+        lower: if l.agentic {
+            crate::limits::LOWER_SWEEP_AGENTIC
+        } else {
+            crate::limits::LOWER_SWEEP
+        },
+        server_in_process: false,
+    }
+}
+
+/// The record bound of each AgentX row of `loads` under an address-space limit (`ulimit -v`),
+/// by row index ([`inferbench_runner::SweepOptions::record_bounds`]): what `replay` computes
+/// for its own lanes ([`super::replay::replay_record_bound`]: the records that fit at
+/// [`super::replay::REPLAY_RECORD_BYTES`] each in the room the row's largest point,
+/// [`row_need`], leaves under the limit), so a long AgentX point ends with its summary and
+/// the stop cause instead of running out of memory (issue 39's leftovers, item 2). Empty
+/// without such a limit or AgentX row.
+pub fn record_bounds(
+    loads: &[inferbench_runner::sweep::RowLoad],
+    limits: &crate::limits::Limits,
+    traces_room: u64,
+) -> std::collections::BTreeMap<usize, inferbench_loadgen::options::RecordBound> {
+    (loads.iter().filter(|l| l.agentic))
+        .filter_map(|l| {
+            super::replay::replay_record_bound(&row_need(l, traces_room), limits)
+                .map(|b| (l.index, b))
+        })
+        .collect()
 }
 
 /// Whether every row of `loads` fits `limits` ([`crate::limits::check`] at the row's largest
@@ -126,26 +179,7 @@ pub fn rows_beyond(
     let refused: Vec<String> = loads
         .iter()
         .filter_map(|l| {
-            let need = crate::limits::Need {
-                flag: "conc",
-                streams: u64::from(l.conc),
-                requests: l.requests,
-                per_stream: l.per_stream,
-                request_bytes: l.request_bytes,
-                prompt_bytes: if l.reads_traces {
-                    l.prompt_bytes.saturating_add(traces_room)
-                } else {
-                    l.prompt_bytes
-                },
-                output_bytes: l.output_bytes,
-                uncapped: false,
-                lower: if l.agentic {
-                    crate::limits::LOWER_SWEEP_AGENTIC
-                } else {
-                    crate::limits::LOWER_SWEEP
-                },
-                server_in_process: false,
-            };
+            let need = row_need(l, traces_room);
             // Where not one stream fits under `ulimit -v`, the value at which the row starts
             // (issue 39, second round, finding 5: a row's refusal named none).
             crate::limits::check(&need, limits).err().map(|e| {
@@ -169,7 +203,7 @@ pub fn rows_beyond(
 
 #[cfg(test)]
 mod tests {
-    use super::rows_beyond;
+    use super::{record_bounds, rows_beyond};
     use crate::limits::{base_bytes, Limits};
     use inferbench_runner::sweep::RowLoad;
 
@@ -301,6 +335,38 @@ mod tests {
                  of prompts), "
             ),
             "{e}"
+        );
+    }
+
+    /// Issue 39's leftovers, item 2: under `ulimit -v` an AgentX row's points get the record
+    /// bound `replay` computes for its lanes (the records that fit at 4 KiB each in what the
+    /// row's largest point leaves of the limit: 400 MiB less the process's 245 MiB, 4 lanes of
+    /// 64 KiB, 1 MiB of traces and their 2 MiB read room); a fixed-length row gets none.
+    #[test]
+    fn an_agentic_row_under_ulimit_v_gets_the_record_bound_replay_computes() {
+        use inferbench_loadgen::options::{MemoryBound, MemoryBudget, RecordBound};
+        let mut l = limits(1 << 20);
+        l.memory = Some(MemoryBudget {
+            bytes: 400 << 20,
+            bound: MemoryBound::AddressSpace,
+        });
+        let mut agentic = row(1, 4);
+        agentic.requests = 0;
+        agentic.prompt_bytes = 1 << 20;
+        agentic.reads_traces = true;
+        agentic.agentic = true;
+        let bounds = record_bounds(&[row(0, 4), agentic.clone()], &l, 2 << 20);
+        let spare = (400u64 << 20) - base_bytes(2, 32) - 4 * (64 << 10) - (3 << 20);
+        assert_eq!(spare / 4096, 38_848);
+        assert_eq!(
+            bounds.into_iter().collect::<Vec<_>>(),
+            vec![(
+                1,
+                RecordBound {
+                    records: 38_848,
+                    limit_bytes: 400 << 20
+                }
+            )]
         );
     }
 }

@@ -27,40 +27,71 @@ pub struct TracesArgs {
     pub out: PathBuf,
 }
 
-/// The lanes that fit under `limits` beside the traces (`traces_bytes`, their estimate; when
-/// not one lane fits beside them, beside the read room alone, the loader then saying how many
-/// traces fit) and the `tokenizer` file's load; returns the need with those lanes and the
-/// tokenizer, the tokenizer's bytes and the room left for the traces (the loader's budget).
-/// `need`: the replay's lanes (`--concurrency`) and the traces' read room.
+/// What a replay of `lanes` lanes asks of the process, each lane costing `lane` (its sessions'
+/// peak of requests in flight, each with the largest request's bytes), beside `kept` bytes
+/// (what the run reads and keeps: the traces, the tokenizer, the read room). The one
+/// computation of the check before the traces are read ([`traces_plan`], with every lane the
+/// run starts and the per-lane cost of every trace it may replay) and of the check after they
+/// are ([`run`], with the lanes' cost of the traces kept, at most that): issue 39's
+/// leftovers, item 1 (the first check planned only the lanes that fitted, so the
+/// `--num-dataset-entries` it advised was refused for the lanes the run starts).
+pub fn replay_need(
+    lanes: u64,
+    lane: inferbench_loadgen::agentic::LaneLoad,
+    kept: u64,
+) -> crate::limits::Need {
+    crate::limits::Need {
+        flag: "--concurrency",
+        streams: lanes,
+        requests: 0,
+        per_stream: lane.per_lane,
+        request_bytes: lane.request_bytes,
+        prompt_bytes: kept,
+        output_bytes: 0,
+        uncapped: false,
+        lower: crate::limits::LOWER_REPLAY,
+        server_in_process: false,
+    }
+}
+
+/// The plan of a replay before its traces are read: `need` ([`replay_need`]: every lane the
+/// run starts, `--concurrency`, at the largest per-lane cost of the traces it may replay, and
+/// the traces' read room) beside the `tokenizer` file's load, with the room it leaves the
+/// traces (the loader's budget: a load that needs more is refused naming how many traces fit
+/// beside all those lanes, a number the check after the load then accepts). Returns the need
+/// with the tokenizer, the tokenizer's bytes and the room for the traces (`None` without a
+/// memory budget). `traces_bytes`: what the traces the run may replay take once loaded.
 ///
 /// # Errors
-/// Not one lane fits, or the tokenizer does not: the refusal (exit 2).
+/// The lanes do not fit beside the read room and the tokenizer (the refusal names the most
+/// lanes that fit beside the whole corpus, or that no concurrency does; exit 2), or the
+/// tokenizer does not fit beside the lanes.
 fn traces_plan(
     need: crate::limits::Need,
     traces_bytes: u64,
     tokenizer: &str,
     limits: &crate::limits::Limits,
 ) -> anyhow::Result<(crate::limits::Need, u64, Option<u64>)> {
-    let with_traces = crate::limits::Need {
-        prompt_bytes: need.prompt_bytes.saturating_add(traces_bytes),
-        ..need
-    };
-    let fit = match crate::limits::most_streams(&with_traces, limits) {
-        // Not one lane beside the whole file's traces: the loader says how many traces fit.
-        0 => crate::limits::most_streams(&need, limits),
-        n => n,
-    };
-    if fit == 0 {
-        crate::limits::check(&need, limits).map_err(anyhow::Error::msg)?;
+    if crate::limits::check(&need, limits).is_err() {
+        // Not every lane fits even beside no trace: no trace count helps, so the refusal is
+        // the lanes', naming how many fit beside the whole corpus (and the tokenizer), which
+        // then replays it (trial of issue 39, finding 2), or that none does.
+        let whole = crate::limits::Need {
+            prompt_bytes: need
+                .prompt_bytes
+                .saturating_add(traces_bytes)
+                .saturating_add(crate::limits::tokenizer_bytes(tokenizer)),
+            ..need
+        };
+        crate::limits::check(&whole, limits).map_err(anyhow::Error::msg)?;
     }
-    let mut need = crate::limits::Need {
-        streams: fit,
-        ..need
-    };
     // A tokenizer file is an input too: counted before it is loaded, and left out of the
     // traces' room (issue 39 §2 finding 6).
     let tokenizer = crate::limits::refuse_tokenizer(tokenizer, &need, limits)?;
-    need.prompt_bytes = need.prompt_bytes.saturating_add(tokenizer);
+    let need = crate::limits::Need {
+        prompt_bytes: need.prompt_bytes.saturating_add(tokenizer),
+        ..need
+    };
     let room = crate::limits::prompt_room(&need, limits);
     Ok((need, tokenizer, room))
 }
@@ -100,17 +131,25 @@ fn counted_traces_bytes(
 /// The memory the sessions of the `--synthetic` `shape` take once generated with `seed`, up to
 /// `entries` of them, bytes, as the replay's load counts them (`Trace::heap_bytes`), and their
 /// lanes' load ([`inferbench_loadgen::agentic::LaneLoad::add`]): generated a session at a time,
-/// keeping none.
+/// keeping none. Filtered as the load filters them (filter, then cap): a session whose peak
+/// input + output is above `max_context` (`--max-context-length`) is dropped, not counted
+/// among the `entries`, so the sessions counted are the ones the load keeps (before, the first
+/// `entries` sessions were counted whatever their context, while the load kept later ones in
+/// place of those it dropped).
 fn synthetic_bytes(
     shape: &str,
     seed: u64,
     entries: Option<usize>,
+    max_context: Option<u64>,
 ) -> (u64, inferbench_loadgen::agentic::LaneLoad) {
     let (mut bytes, mut n) = (0u64, 0usize);
     let mut load = inferbench_loadgen::agentic::LaneLoad::NONE;
     synthetic::shaped_each(shape, None, seed, &mut |t| {
         if entries.is_some_and(|e| n >= e) {
             return false;
+        }
+        if max_context.is_some_and(|m| t.peak_context_tokens() > m) {
+            return true;
         }
         load.add(n, &t);
         n += 1;
@@ -369,7 +408,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // refused by that one).
     let (traces_bytes, lane) = match (files.as_deref(), &flags.synthetic) {
         (Some(files), _) => counted_traces_bytes(&flags, files),
-        (None, Some(shape)) => synthetic_bytes(shape, flags.random_seed, flags.num_dataset_entries),
+        (None, Some(shape)) => synthetic_bytes(
+            shape,
+            flags.random_seed,
+            flags.num_dataset_entries,
+            flags.max_context_length,
+        ),
         (None, None) => (0, inferbench_loadgen::agentic::LaneLoad::NONE),
     };
     // Every file of --result-dir within `ulimit -f`, before anything is asked (trial of issue
@@ -381,23 +425,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         crate::fsize::check(&planned_files(&flags, lane), crate::fsize::limit())
             .map_err(anyhow::Error::msg)?;
     }
-    let need = crate::limits::Need {
-        flag: "--concurrency",
-        streams: u64::from(flags.concurrency),
-        requests: 0,
-        per_stream: lane.per_lane,
-        request_bytes: lane.request_bytes,
-        prompt_bytes: room,
-        output_bytes: 0,
-        uncapped: false,
-        lower: crate::limits::LOWER_REPLAY,
-        server_in_process: false,
-    };
+    let need = replay_need(u64::from(flags.concurrency), lane, room);
     // What a lane takes is known from the count above (its largest request, its session's
-    // peak in flight); the check after the load counts the lanes the load kept, at most these.
-    // Here a concurrency above what fits loads the traces within the room of the lanes that
-    // do fit, so the refusal after the load names a number that holds with the traces (trial
-    // of issue 39, finding 2).
+    // peak in flight, over every trace the run may replay); the check after the load counts
+    // the lanes' cost of the traces the load kept, at most these. Every lane the run starts is
+    // planned here: a concurrency above what fits is refused before the traces are read,
+    // naming how many fit beside them, and the traces' room is what all the lanes leave, so
+    // the trace count a load's refusal names passes the check after it (issue 39's leftovers,
+    // item 1: the room of the 23 lanes that fitted gave "5 or fewer fit", then 5 entries were
+    // refused for their 64 lanes).
     let limits = crate::limits::raise_open_files();
     // The lanes asked for and the read room, as planned below (again at other limits for the
     // advice of a refusal).
@@ -409,11 +445,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let room_at = move |at: &crate::limits::Limits| {
         let (_, tok, room) = traces_plan(lanes_need, traces_bytes, &tokenizer_spec, at).ok()?;
         let room = room?;
-        let after = crate::limits::Need {
-            streams: lanes_need.streams,
-            prompt_bytes: tok.saturating_add(traces_bytes.min(room)),
-            ..lanes_need
-        };
+        let after = replay_need(
+            lanes_need.streams,
+            lane,
+            tok.saturating_add(traces_bytes.min(room)),
+        );
         crate::limits::check(&after, at).ok()?;
         Some(room)
     };
@@ -439,20 +475,17 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let checked = std::cell::Cell::new(None);
     let mut prepared = rt
         .block_on(
-            flags.prepare_checked(tls.options(), |per_stream, request_bytes| {
-                let need = crate::limits::Need {
-                    flag: "--concurrency",
-                    streams: lanes,
-                    requests: 0,
-                    per_stream,
-                    request_bytes,
-                    // The traces kept: at most what the file's estimate or their room allows.
-                    prompt_bytes: tokenizer.saturating_add(traces_bytes.min(traces_room)),
-                    output_bytes: 0,
-                    uncapped: false,
-                    lower: crate::limits::LOWER_REPLAY,
-                    server_in_process: false,
-                };
+            flags.prepare_checked(tls.options(), |per_lane, request_bytes| {
+                let need = replay_need(
+                    lanes,
+                    inferbench_loadgen::agentic::LaneLoad {
+                        per_lane,
+                        request_bytes,
+                        out_tokens: 0, // the files' plan only: not a memory term
+                    },
+                    // The traces kept: at most what the count or their room allows.
+                    tokenizer.saturating_add(traces_bytes.min(traces_room)),
+                );
                 checked.set(Some(need));
                 crate::limits::refuse_beyond(Some(need))
             }),
@@ -503,6 +536,130 @@ pub fn replay_record_bound(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Limits of an address-space limit of `kib` KiB (2 workers, 4 blocking threads).
+    fn at_kib(kib: u64) -> crate::limits::Limits {
+        crate::limits::Limits {
+            open_files: 1 << 20,
+            open_files_hard: 1 << 20,
+            memory: Some(inferbench_loadgen::options::MemoryBudget {
+                bytes: kib << 10,
+                bound: inferbench_loadgen::options::MemoryBound::AddressSpace,
+            }),
+            threads: 6,
+            base: crate::limits::base_bytes(2, 4),
+            inherited_files: 0,
+        }
+    }
+
+    /// `replay --synthetic` counts, before the load, the sessions the load keeps: with
+    /// `--max-context-length` dropping some of the quickstart corpus's and
+    /// `--num-dataset-entries 3`, the bytes and the lanes' load counted up front are those of
+    /// the 3 sessions the load keeps (before: the first 3 generated, dropped ones among them).
+    #[test]
+    fn the_synthetic_count_keeps_what_the_load_keeps() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Args {
+            #[command(flatten)]
+            flags: ReplayFlags,
+        }
+        let mut peaks = Vec::new();
+        synthetic::shaped_each("quickstart", None, 42, &mut |t| {
+            peaks.push(t.peak_context_tokens());
+            true
+        });
+        // Drops the 2nd and 4th sessions (peaks 5,469 and 5,080 tokens), so the load keeps the
+        // 1st, 3rd and 5th.
+        let m = 5000;
+        assert_eq!(peaks, [4612, 5469, 3334, 5080, 4979, 2753]);
+        let m_arg = m.to_string();
+        let a = Args::parse_from([
+            "t",
+            "--synthetic",
+            "quickstart",
+            "--num-dataset-entries",
+            "3",
+            "--max-context-length",
+            &m_arg,
+        ]);
+        let report = a
+            .flags
+            .load_traces(super::super::replay_flags::SERVER_CONTEXT_CEILING, None)
+            .unwrap();
+        assert_eq!(report.traces.len(), 3);
+        let kept: u64 = report.traces.iter().map(|t| t.heap_bytes()).sum();
+        assert_eq!(
+            synthetic_bytes("quickstart", 42, Some(3), Some(m)),
+            (kept, inferbench_loadgen::agentic::lane_load(&report.traces))
+        );
+    }
+
+    /// Issue 39's leftovers, item 1: the plan before the load counts every lane the run
+    /// starts. 64 lanes of the 062126-256k corpus's cost (6,736 KiB each) under `ulimit -v
+    /// 328320` do not fit even beside no trace: refused as the lanes' (before: the room of the
+    /// 23 lanes that fitted, "--num-dataset-entries 5 or fewer fit", then 5 refused for their
+    /// 64 lanes). Where the lanes fit but not the corpus beside them, the traces' room is
+    /// what the check after the load accepts beside all 64 lanes, less the read room that
+    /// check no longer counts: traces of that many bytes pass it, one byte more is refused.
+    /// Where the lanes do not fit beside a 50 MiB corpus, the number the refusal names plans
+    /// the whole corpus beside them, one lane more does not.
+    #[test]
+    fn the_traces_room_is_what_the_check_after_the_load_accepts_for_every_lane() {
+        let lane = inferbench_loadgen::agentic::LaneLoad {
+            per_lane: 1,
+            request_bytes: (6736 << 10) - crate::limits::STREAM_BYTES,
+            out_tokens: 0,
+        };
+        let (traces, read_room) = (528u64 << 20, crate::limits::LINE_ROOM_BYTES);
+        let need = replay_need(64, lane, read_room);
+        let e = traces_plan(need, traces, "o200k_base", &at_kib(328_320)).unwrap_err();
+        let text = format!("{e:#}");
+        assert!(
+            text.starts_with("--concurrency 64 is more than this client can hold: ")
+                && text.ends_with("; no concurrency fits (nothing was sent)"),
+            "{text}"
+        );
+        // The lanes fit with 10 MiB to spare, the corpus not beside them.
+        let limits = at_kib((need.memory(crate::limits::base_bytes(2, 4)) >> 10) + (10 << 10));
+        let (planned, tok, room) = traces_plan(need, traces, "o200k_base", &limits).unwrap();
+        assert_eq!((planned.streams, tok, room), (64, 0, Some(10 << 20)));
+        let after = |kept: u64| crate::limits::check(&replay_need(64, lane, tok + kept), &limits);
+        // The traces the loader keeps within the room pass; the check after the load no
+        // longer counts the read room (the file is read by then), so it accepts exactly that
+        // much more and not one byte beyond.
+        assert_eq!(after(10 << 20), Ok(()));
+        assert_eq!(after((10 << 20) + read_room), Ok(()));
+        assert!(after((10 << 20) + read_room + 1).is_err());
+        // The lanes do not fit: the refusal names the lanes that fit beside the whole corpus,
+        // and at that concurrency the corpus has its room.
+        let (traces, limits) = (50u64 << 20, at_kib(600 << 10));
+        let e = traces_plan(need, traces, "o200k_base", &limits).unwrap_err();
+        let text = format!("{e:#}");
+        let fit: u64 = text
+            .split("--concurrency ")
+            .find_map(|t| t.strip_suffix(" or less fits (nothing was sent)"))
+            .unwrap_or_else(|| panic!("{text}"))
+            .parse()
+            .unwrap();
+        assert_eq!(fit, 37);
+        let (_, _, room) = traces_plan(
+            replay_need(fit, lane, read_room),
+            traces,
+            "o200k_base",
+            &limits,
+        )
+        .unwrap();
+        assert!(room.unwrap() >= traces, "{room:?}");
+        let (_, _, room) = traces_plan(
+            replay_need(fit + 1, lane, read_room),
+            traces,
+            "o200k_base",
+            &limits,
+        )
+        .unwrap();
+        assert!(room.unwrap() < traces, "{room:?}");
+    }
 
     /// Only a large corpus is announced before it is written (trial 16: a small one was named
     /// twice); past 100 MB with the way to a smaller one.

@@ -337,14 +337,16 @@ impl ReplayFlags {
     /// the most requests one session has in flight at once and the largest request's memory in
     /// flight, bytes ([`inferbench_loadgen::agentic::lane_load`] of the traces read, the rule
     /// the sweep's per-row check uses too): the CLI refuses there what this process cannot
-    /// hold, so a refused replay connects to nothing.
+    /// hold, so a refused replay connects to nothing. It is called again when the server's
+    /// context makes the traces read again (other traces then take the place of those
+    /// dropped, whose lanes' load was not checked), before any request is sent.
     ///
     /// # Errors
     /// `check`'s; a flag, trace or `--result-dir` error (the flag, `FILE:LINE` or path named).
     pub async fn prepare_checked(
         &self,
         tls: inferbench_client::tls::TlsOptions,
-        check: impl FnOnce(u64, u64) -> anyhow::Result<()>,
+        mut check: impl FnMut(u64, u64) -> anyhow::Result<()>,
     ) -> anyhow::Result<PreparedReplay> {
         let mut opts = self.options()?;
         opts.tls = tls;
@@ -382,6 +384,10 @@ impl ReplayFlags {
                 bound.max(SERVER_CONTEXT_CEILING)
             };
             report = self.load_traces(token_cap, served)?;
+            // The traces kept now may be others (read on past those the context dropped, up to
+            // `--num-dataset-entries`): their lanes' load is checked as the first read's was.
+            let load = inferbench_loadgen::agentic::lane_load(&report.traces);
+            check(load.per_lane, load.request_bytes)?;
         }
         self.prepare_loaded(opts, report, served)
     }
