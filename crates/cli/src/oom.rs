@@ -44,6 +44,11 @@ static MESSAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
 /// its arguments are parsed; [`MESSAGES`] before that.
 static SUBCOMMAND_MESSAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
 
+/// The two messages narrowed once the subcommand's inputs are read ([`narrow_what_to_lower`]:
+/// a sweep whose rows are all AgentX rows names their flags, not `--prompts-per-conc`); read
+/// before [`SUBCOMMAND_MESSAGES`].
+static NARROWED_MESSAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
+
 /// What to lower for every subcommand but those of [`set_what_to_lower`] (`bench`, `replay`,
 /// `selftest`, `sweep`, `job`, `quickstart`, `eval`: [`crate::limits::Lower::net`]): no flag,
 /// since it is said by subcommands that have none of the load flags (`sim`, `serve`, `ingest`;
@@ -79,6 +84,18 @@ pub fn set_server() {
         server_message(limit, true).into_bytes(),
     ));
     SERVER.store(true, Ordering::Relaxed);
+}
+
+/// Narrows what the net tells the user to lower once the subcommand's inputs are read, after
+/// [`set_what_to_lower`] (which `main` calls from the subcommand alone, and which is set once):
+/// e.g. `sweep`/`job` of AgentX rows only. The first call wins; the message is built here, so
+/// the net itself allocates nothing.
+pub fn narrow_what_to_lower(what: &str) {
+    let limit = address_limit_kib();
+    let _ = NARROWED_MESSAGES.set((
+        message_lowering(limit, false, what).into_bytes(),
+        message_lowering(limit, true, what).into_bytes(),
+    ));
 }
 
 /// A server's out-of-memory message under `limit_kib` (`ulimit -v`, KiB; `None`: no limit set),
@@ -258,7 +275,10 @@ pub fn exit_out_of_memory() -> ! {
     // (issue 39, fresh tester's finding 3: a 0-byte one was left behind).
     remove_pending_temp_files();
     let sent = midway();
-    if let Some((before, after)) = SUBCOMMAND_MESSAGES.get().or_else(|| MESSAGES.get()) {
+    if let Some((before, after)) = (NARROWED_MESSAGES.get())
+        .or_else(|| SUBCOMMAND_MESSAGES.get())
+        .or_else(|| MESSAGES.get())
+    {
         let m = if sent { after } else { before };
         #[cfg(unix)]
         // SAFETY: writes an initialised buffer to stderr.

@@ -707,7 +707,6 @@ pub fn sweep_paths(
                 d.join(f),
             ));
         }
-        v.push(NamedPath::input_dir("--eval-data-dir", d));
     }
     v.extend((opts.bench.client.tls_ca.iter()).map(|p| NamedPath::input("--tls-ca", p)));
     v.extend((opts.engine.script.iter()).map(|p| NamedPath::input("--engine-script", p)));

@@ -1149,11 +1149,17 @@ mod tests {
             save_detailed: true,
             ..Default::default()
         };
-        assert_eq!(duration_record_bytes(&opts), 1024 + 256 * 48);
+        // A record and what the client keeps of a 256-token response (the kept rule:
+        // inferbench_client::kept, f18).
+        assert_eq!(
+            duration_record_bytes(&opts),
+            1024 + inferbench_loadgen::options::limits::kept_response_bytes(256)
+        );
+        assert_eq!(duration_record_bytes(&opts), 32_512);
         let need = crate::limits::bench_need(&opts)
             .unwrap()
             .memory(crate::limits::base_bytes(2, 4));
-        let limit = need + 100 * 13_312 + 13_311;
+        let limit = need + 100 * 32_512 + 32_511;
         assert_eq!(
             record_bound(&opts, &limits(limit, MemoryBound::AddressSpace), 0),
             Some(RecordBound {
@@ -1163,7 +1169,7 @@ mod tests {
         );
         // What the check counted besides (a tokenizer, a dataset) is left out of the room.
         assert_eq!(
-            record_bound(&opts, &limits(limit, MemoryBound::AddressSpace), 13_312)
+            record_bound(&opts, &limits(limit, MemoryBound::AddressSpace), 32_512)
                 .map(|b| b.records),
             Some(160 + 99)
         );

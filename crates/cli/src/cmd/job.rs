@@ -92,7 +92,7 @@ pub fn run_local(
     // A matrix of AgentX rows only: the out-of-memory net names what they have (their conc,
     // their traces), not the fixed-length rows' --prompts-per-conc.
     if !loads.is_empty() && loads.iter().all(|l| l.agentic) {
-        crate::oom::set_what_to_lower(crate::limits::LOWER_SWEEP_AGENTIC.net);
+        crate::oom::narrow_what_to_lower(crate::limits::LOWER_SWEEP_AGENTIC.net);
     }
     rows_beyond(&loads, &limits, read_room).map_err(anyhow::Error::msg)?;
     // An AgentX point keeps every record until its summary, as many as the server answers in
