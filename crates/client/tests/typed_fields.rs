@@ -254,7 +254,7 @@ async fn llama_cpp_timings_counts_are_judged_as_usage_counts() {
         (r#"{"cache_n":4294967296,"prompt_n":5}"#, true, None),
         (r#"{"cache_n":3,"prompt_n":4294967296}"#, true, Some(3)),
         (r#"{"cache_n":3,"predicted_n":1e3}"#, true, Some(3)),
-        (r#"{"cache_n":3,"draft_n":-1}"#, true, Some(3)),
+        (r#"{"cache_n":3,"draft_n":-2}"#, true, Some(3)),
         (r#"{"cache_n":3,"draft_n_accepted":"2"}"#, true, Some(3)),
         (r#"{"cache_n":3.0}"#, true, None),
         (r#""fast""#, true, None),
