@@ -670,47 +670,7 @@ impl LCount {
 
 impl<'de> Deserialize<'de> for LCount {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = LCount;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a token count")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LCount, E> {
-                Ok(LCount::of(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LCount, E> {
-                Ok(u64::try_from(v).map_or(LCount::INVALID, LCount::of))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<LCount, E> {
-                // A literal with a fraction or an exponent, or an integer beyond u64.
-                Ok(LCount::INVALID)
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<LCount, E> {
-                Ok(LCount::INVALID)
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<LCount, E> {
-                Ok(LCount::INVALID)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<LCount, E> {
-                Ok(LCount(None, false))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<LCount, E> {
-                Ok(LCount(None, false))
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LCount, D::Error> {
-                LCount::deserialize(d)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LCount, A::Error> {
-                drain_seq(seq)?;
-                Ok(LCount::INVALID)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LCount, A::Error> {
-                drain_map(map)?;
-                Ok(LCount::INVALID)
-            }
-        }
-        d.deserialize_any(V)
+        d.deserialize_any(CountVisitor::<false>)
     }
 }
 
@@ -719,49 +679,54 @@ impl<'de> Deserialize<'de> for LCount {
 /// so `-1` there is the server's own word for "none", not a bad count; any other negative value
 /// is no count (`usage_invalid`), as in usage.
 pub(crate) fn timings_count<'de, D: Deserializer<'de>>(d: D) -> Result<LCount, D::Error> {
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = LCount;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a token count or -1")
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<LCount, E> {
-            Ok(match v {
-                -1 => LCount(None, false),
-                _ => u64::try_from(v).map_or(LCount::INVALID, LCount::of),
-            })
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<LCount, E> {
-            Ok(LCount::of(v))
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<LCount, E> {
-            Ok(LCount::INVALID)
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<LCount, E> {
-            Ok(LCount::INVALID)
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<LCount, E> {
-            Ok(LCount::INVALID)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<LCount, E> {
-            Ok(LCount(None, false))
-        }
-        fn visit_none<E: de::Error>(self) -> Result<LCount, E> {
-            Ok(LCount(None, false))
-        }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LCount, D::Error> {
-            timings_count(d)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LCount, A::Error> {
-            drain_seq(seq)?;
-            Ok(LCount::INVALID)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LCount, A::Error> {
-            drain_map(map)?;
-            Ok(LCount::INVALID)
-        }
+    d.deserialize_any(CountVisitor::<true>)
+}
+
+/// The one reading of a count ([`LCount`]'s rule); `MINUS_ONE_ABSENT`: `-1` is absent
+/// ([`timings_count`]).
+struct CountVisitor<const MINUS_ONE_ABSENT: bool>;
+
+impl<'de, const MINUS_ONE_ABSENT: bool> Visitor<'de> for CountVisitor<MINUS_ONE_ABSENT> {
+    type Value = LCount;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a token count")
     }
-    d.deserialize_any(V)
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<LCount, E> {
+        Ok(LCount::of(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<LCount, E> {
+        Ok(match v {
+            -1 if MINUS_ONE_ABSENT => LCount(None, false),
+            _ => u64::try_from(v).map_or(LCount::INVALID, LCount::of),
+        })
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<LCount, E> {
+        // A literal with a fraction or an exponent, or an integer beyond u64.
+        Ok(LCount::INVALID)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<LCount, E> {
+        Ok(LCount::INVALID)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<LCount, E> {
+        Ok(LCount::INVALID)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<LCount, E> {
+        Ok(LCount(None, false))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<LCount, E> {
+        Ok(LCount(None, false))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LCount, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LCount, A::Error> {
+        drain_seq(seq)?;
+        Ok(LCount::INVALID)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LCount, A::Error> {
+        drain_map(map)?;
+        Ok(LCount::INVALID)
+    }
 }
 
 /// `delta.tool_calls` / `message.tool_calls`: an array of tool-call objects. `any`: it holds
